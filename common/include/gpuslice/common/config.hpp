@@ -1,0 +1,38 @@
+// /etc/gpuslice/config.toml: written by root and trusted. Every key and its
+// default is documented in docs/config.md; an unknown key is an error so that
+// a typo never silently falls back to a default.
+#pragma once
+
+#include "gpuslice/common/log.hpp"
+
+#include <string>
+#include <vector>
+
+namespace gpuslice {
+
+inline constexpr const char *kDefaultConfigPath = "/etc/gpuslice/config.toml";
+
+struct Config {
+  // [cdi]
+  std::vector<std::string> spec_dirs{"/etc/cdi", "/var/run/cdi"};
+  std::vector<std::string> annotation_prefixes{"cdi.k8s.io/"};
+  // [runtime]
+  std::vector<std::string> runtimes{"runc", "crun"};
+  bool accept_env_requests = false;
+  std::string default_kind = "nvidia.com/gpu";
+  std::string hook_path = "/usr/bin/gpuslice-hook";
+  std::string state_dir = "/run/gpuslice";
+  // [log]
+  log::Options log;
+};
+
+// Path from $GPUSLICE_CONFIG (read with secure_getenv) or the default.
+std::string config_path();
+
+// Parses TOML text; `origin` names it in errors.
+Config parse_config(const std::string &toml_text, const std::string &origin);
+
+// Loads `path`; a missing file gives the defaults, any other failure throws.
+Config load_config(const std::string &path);
+
+} // namespace gpuslice

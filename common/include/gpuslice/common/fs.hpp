@@ -1,0 +1,32 @@
+// File helpers shared by every host-side binary. Writes are atomic (temporary
+// file in the same directory, fsync, rename) so that a crash or a failure never
+// leaves a half-written config.json or spec behind.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+
+namespace gpuslice::fs {
+
+// Whole file as bytes; throws Error naming the path.
+std::string read_file(const std::string &path);
+
+// Replaces path atomically with data. The new file gets `mode`, or the mode of
+// the file it replaces when mode is -1 (0644 when there was none).
+void write_file_atomic(const std::string &path, std::string_view data, mode_t mode = static_cast<mode_t>(-1));
+
+// Lexically cleaned absolute or relative path: no "." or empty components,
+// ".." resolved lexically (never above "/"), no trailing slash.
+std::string clean_path(std::string_view path);
+
+// Number of slashes in a cleaned path: the key CDI sorts mounts by
+// ("/" and "/a" -> 1, "/a/b" -> 2).
+std::size_t path_depth(std::string_view cleaned);
+
+bool is_absolute(std::string_view path);
+
+// Directory part of a path ("/a/b" -> "/a", "b" -> ".").
+std::string dirname(std::string_view path);
+
+} // namespace gpuslice::fs

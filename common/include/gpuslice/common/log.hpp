@@ -1,0 +1,23 @@
+// Logging for host-side binaries. A hook's stderr is often lost under runc, so
+// binaries log to a file under /var/log/gpuslice/ (or syslog); errors that fail
+// a container are additionally printed as one line on stderr by the front end.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <string>
+
+namespace gpuslice::log {
+
+struct Options {
+  std::string level = "info";          // trace, debug, info, warn, error, off
+  std::string target = "stderr";       // file, syslog, stderr
+  std::string directory = "/var/log/gpuslice";
+};
+
+// Installs the default spdlog logger for `program`. Never throws: a log file
+// that cannot be opened falls back to stderr at warn level, because failing a
+// container over a log file would be worse than losing its info lines.
+void setup(const std::string &program, const Options &options);
+
+} // namespace gpuslice::log

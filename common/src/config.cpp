@@ -1,0 +1,128 @@
+#include "gpuslice/common/config.hpp"
+
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fs.hpp"
+
+#include <toml++/toml.h>
+
+#include <cstdlib>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+
+namespace gpuslice {
+
+namespace {
+
+std::string where(const toml::node &n) {
+  const auto &src = n.source();
+  return "line " + std::to_string(src.begin.line);
+}
+
+void reject_unknown(const toml::table &t, const std::string &table_name, const std::set<std::string> &known) {
+  for (const auto &[key, node] : t) {
+    if (!known.count(std::string(key.str())))
+      throw Error("unknown key " + quoted(table_name.empty() ? std::string(key.str()) : table_name + "." + std::string(key.str())) + " at " + where(node));
+  }
+}
+
+void get(const toml::table &t, const char *key, std::string &out, const std::string &table_name) {
+  if (const auto *n = t.get(key)) {
+    auto v = n->value<std::string>();
+    if (!v)
+      throw Error(quoted(table_name + "." + key) + " must be a string at " + where(*n));
+    out = *v;
+  }
+}
+
+void get(const toml::table &t, const char *key, bool &out, const std::string &table_name) {
+  if (const auto *n = t.get(key)) {
+    auto v = n->value<bool>();
+    if (!v)
+      throw Error(quoted(table_name + "." + key) + " must be true or false at " + where(*n));
+    out = *v;
+  }
+}
+
+void get(const toml::table &t, const char *key, std::vector<std::string> &out, const std::string &table_name) {
+  if (const auto *n = t.get(key)) {
+    const auto *arr = n->as_array();
+    if (!arr)
+      throw Error(quoted(table_name + "." + key) + " must be an array of strings at " + where(*n));
+    out.clear();
+    for (const auto &el : *arr) {
+      auto v = el.value<std::string>();
+      if (!v)
+        throw Error(quoted(table_name + "." + key) + " must be an array of strings at " + where(el));
+      out.push_back(*v);
+    }
+  }
+}
+
+const toml::table *sub(const toml::table &root, const char *name) {
+  const auto *n = root.get(name);
+  if (!n)
+    return nullptr;
+  const auto *t = n->as_table();
+  if (!t)
+    throw Error(quoted(name) + " must be a table at " + where(*n));
+  return t;
+}
+
+} // namespace
+
+std::string config_path() {
+  const char *env = ::secure_getenv("GPUSLICE_CONFIG");
+  return env && *env ? env : kDefaultConfigPath;
+}
+
+Config parse_config(const std::string &toml_text, const std::string &origin) {
+  return with_context("config " + quoted(origin), [&] {
+    toml::table root;
+    try {
+      root = toml::parse(toml_text, origin);
+    } catch (const toml::parse_error &e) {
+      std::ostringstream msg;
+      msg << e.description() << " at line " << e.source().begin.line;
+      throw Error(msg.str());
+    }
+    Config c;
+    reject_unknown(root, "", {"cdi", "runtime", "log"});
+    if (const auto *t = sub(root, "cdi")) {
+      reject_unknown(*t, "cdi", {"spec-dirs", "annotation-prefixes"});
+      get(*t, "spec-dirs", c.spec_dirs, "cdi");
+      get(*t, "annotation-prefixes", c.annotation_prefixes, "cdi");
+    }
+    if (const auto *t = sub(root, "runtime")) {
+      reject_unknown(*t, "runtime", {"runtimes", "accept-env-requests", "default-kind", "hook-path", "state-dir"});
+      get(*t, "runtimes", c.runtimes, "runtime");
+      get(*t, "accept-env-requests", c.accept_env_requests, "runtime");
+      get(*t, "default-kind", c.default_kind, "runtime");
+      get(*t, "hook-path", c.hook_path, "runtime");
+      get(*t, "state-dir", c.state_dir, "runtime");
+    }
+    if (const auto *t = sub(root, "log")) {
+      reject_unknown(*t, "log", {"level", "target", "directory"});
+      get(*t, "level", c.log.level, "log");
+      get(*t, "target", c.log.target, "log");
+      get(*t, "directory", c.log.directory, "log");
+    }
+    static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "critical", "off"};
+    if (!levels.count(c.log.level))
+      throw Error("log.level " + quoted(c.log.level) + " is not one of trace, debug, info, warn, error, critical, off");
+    if (c.log.target != "file" && c.log.target != "syslog" && c.log.target != "stderr")
+      throw Error("log.target " + quoted(c.log.target) + " is not one of file, syslog, stderr");
+    if (c.runtimes.empty())
+      throw Error("runtime.runtimes must name at least one runtime");
+    return c;
+  });
+}
+
+Config load_config(const std::string &path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 && errno == ENOENT)
+    return Config{};
+  return parse_config(fs::read_file(path), path);
+}
+
+} // namespace gpuslice

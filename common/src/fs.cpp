@@ -1,0 +1,142 @@
+#include "gpuslice/common/fs.hpp"
+
+#include "gpuslice/common/error.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <random>
+#include <vector>
+
+namespace gpuslice::fs {
+
+namespace {
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  ~Fd() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+  Fd(const Fd &) = delete;
+  Fd &operator=(const Fd &) = delete;
+};
+} // namespace
+
+std::string read_file(const std::string &path) {
+  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (f.fd < 0)
+    throw system_error("cannot open " + quoted(path));
+  std::string out;
+  struct stat st {};
+  if (::fstat(f.fd, &st) == 0 && st.st_size > 0)
+    out.reserve(static_cast<std::size_t>(st.st_size));
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(f.fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      throw system_error("cannot read " + quoted(path));
+    }
+    if (n == 0)
+      break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+void write_file_atomic(const std::string &path, std::string_view data, mode_t mode) {
+  if (mode == static_cast<mode_t>(-1)) {
+    struct stat st {};
+    mode = ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0644;
+  }
+  std::random_device rd;
+  std::string tmp = path + ".gpuslice-tmp." + std::to_string(::getpid()) + "." + std::to_string(rd());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode & 07777);
+  if (fd < 0)
+    throw system_error("cannot create " + quoted(tmp));
+  auto fail = [&](const char *what) {
+    Error e = system_error(std::string(what) + " " + quoted(tmp));
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw e;
+  };
+  std::size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      fail("cannot write");
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  // The umask may have narrowed the mode given to open().
+  if (::fchmod(fd, mode & 07777) != 0)
+    fail("cannot chmod");
+  if (::fsync(fd) != 0)
+    fail("cannot sync");
+  if (::close(fd) != 0) {
+    Error e = system_error("cannot close " + quoted(tmp));
+    ::unlink(tmp.c_str());
+    throw e;
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    Error e = system_error("cannot rename " + quoted(tmp) + " to " + quoted(path));
+    ::unlink(tmp.c_str());
+    throw e;
+  }
+}
+
+bool is_absolute(std::string_view path) { return !path.empty() && path.front() == '/'; }
+
+std::string clean_path(std::string_view path) {
+  const bool abs = is_absolute(path);
+  std::vector<std::string_view> parts;
+  std::size_t i = 0;
+  while (i <= path.size()) {
+    std::size_t j = path.find('/', i);
+    if (j == std::string_view::npos)
+      j = path.size();
+    std::string_view part = path.substr(i, j - i);
+    if (part.empty() || part == ".") {
+    } else if (part == "..") {
+      if (!parts.empty() && parts.back() != "..")
+        parts.pop_back();
+      else if (!abs)
+        parts.push_back(part);
+    } else {
+      parts.push_back(part);
+    }
+    i = j + 1;
+  }
+  std::string out = abs ? "/" : "";
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    if (k)
+      out += '/';
+    out += parts[k];
+  }
+  if (out.empty())
+    out = ".";
+  return out;
+}
+
+std::size_t path_depth(std::string_view cleaned) {
+  std::size_t n = 0;
+  for (char c : cleaned)
+    n += c == '/';
+  return n;
+}
+
+std::string dirname(std::string_view path) {
+  auto pos = path.rfind('/');
+  if (pos == std::string_view::npos)
+    return ".";
+  if (pos == 0)
+    return "/";
+  return std::string(path.substr(0, pos));
+}
+
+} // namespace gpuslice::fs

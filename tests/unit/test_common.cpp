@@ -1,0 +1,67 @@
+#include "gpuslice/common/config.hpp"
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fs.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace gpuslice;
+
+TEST_CASE("error context is prepended at each layer", "[common]") {
+  try {
+    with_context("cannot inject nvidia.com/gpu=0", [] {
+      with_context("device node " + quoted("/dev/nvidia0"), [] { throw system_error("lstat", ENOENT); });
+    });
+    FAIL("no exception");
+  } catch (const Error &e) {
+    CHECK(std::string(e.what()) == "cannot inject nvidia.com/gpu=0: device node \"/dev/nvidia0\": lstat: no such file or directory");
+    CHECK(e.error_number() == ENOENT);
+  }
+}
+
+TEST_CASE("quoted escapes control characters", "[common]") {
+  CHECK(quoted("a\"b\n") == "\"a\\\"b\\x0a\"");
+}
+
+TEST_CASE("clean_path and depth", "[common]") {
+  struct Row {
+    const char *in, *out;
+    std::size_t depth;
+  };
+  for (auto r : {Row{"/", "/", 1}, Row{"/a/", "/a", 1}, Row{"//a//b/./c/..", "/a/b", 2}, Row{"/../x", "/x", 1},
+                 Row{"a/../..", "..", 0}, Row{"", ".", 0}}) {
+    CAPTURE(r.in);
+    CHECK(fs::clean_path(r.in) == r.out);
+    CHECK(fs::path_depth(fs::clean_path(r.in)) == r.depth);
+  }
+}
+
+TEST_CASE("write_file_atomic replaces content and keeps the mode", "[common]") {
+  char dir[] = "/tmp/gpuslice-test-XXXXXX";
+  REQUIRE(::mkdtemp(dir));
+  std::string path = std::string(dir) + "/f";
+  fs::write_file_atomic(path, "one", 0600);
+  fs::write_file_atomic(path, "two");
+  CHECK(fs::read_file(path) == "two");
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0600);
+  CHECK_THROWS_WITH(fs::write_file_atomic(std::string(dir) + "/missing/f", "x"), Catch::Contains("cannot create"));
+  ::unlink(path.c_str());
+  ::rmdir(dir);
+}
+
+TEST_CASE("config: defaults, keys and unknown keys", "[common][config]") {
+  Config d = parse_config("", "empty");
+  CHECK(d.spec_dirs == std::vector<std::string>{"/etc/cdi", "/var/run/cdi"});
+  CHECK(d.accept_env_requests == false);
+  Config c = parse_config("[cdi]\nspec-dirs = [\"/a\"]\n[runtime]\naccept-env-requests = true\n[log]\nlevel = \"debug\"\n", "x");
+  CHECK(c.spec_dirs == std::vector<std::string>{"/a"});
+  CHECK(c.accept_env_requests);
+  CHECK(c.log.level == "debug");
+  CHECK_THROWS_WITH(parse_config("[cdi]\nspec_dirs = []\n", "f.toml"), Catch::Contains("unknown key \"cdi.spec_dirs\"") && Catch::Contains("f.toml"));
+  CHECK_THROWS_WITH(parse_config("[log]\nlevel = \"loud\"\n", "f.toml"), Catch::Contains("loud"));
+  CHECK_THROWS_WITH(parse_config("[runtime\n", "f.toml"), Catch::Contains("f.toml"));
+}

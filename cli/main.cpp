@@ -1,1 +1,27 @@
-int main() { return 0; }
+// gpuslice: the operator's tool. Parses the command line and runs one verb.
+#include "commands.hpp"
+
+#include "gpuslice/common/error.hpp"
+
+#include <iostream>
+
+int main(int argc, char **argv) {
+  CLI::App app{"gpuslice: CDI GPU injection and GPU sharing for containers"};
+  app.set_version_flag("--version", "gpuslice " GPUSLICE_VERSION);
+  app.require_subcommand(1);
+  gpuslice::cli::Action action;
+  gpuslice::cli::register_cdi(app, action);
+  gpuslice::cli::register_configure(app, action);
+  gpuslice::cli::register_exec(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e);
+  }
+  try {
+    return action ? action() : 0;
+  } catch (const gpuslice::Error &e) {
+    std::cerr << "gpuslice: " << e.what() << "\n";
+    return 1;
+  }
+}

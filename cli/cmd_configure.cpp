@@ -1,0 +1,7 @@
+#include "commands.hpp"
+
+namespace gpuslice::cli {
+
+void register_configure(CLI::App &, Action &) {}
+
+} // namespace gpuslice::cli

@@ -76,6 +76,7 @@ std::vector<Stamp> take_stamps(const std::vector<std::string> &dirs) {
 // dirs that do not exist yet are stat()ed on each refresh. Where inotify is
 // not available (no instances left), a stamp of every spec file is compared.
 struct Registry::Watch {
+  bool force_stamps = false;
   int fd = -1;
   std::vector<std::string> missing;
   bool use_stamps = false;
@@ -92,7 +93,7 @@ struct Registry::Watch {
     close_fd();
     missing.clear();
     use_stamps = false;
-    fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    fd = force_stamps ? -1 : ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (fd >= 0) {
       constexpr uint32_t mask = IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO |
                                 IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK;
@@ -139,7 +140,12 @@ struct Registry::Watch {
   }
 };
 
-Registry::Registry(std::vector<std::string> spec_dirs) : dirs_(std::move(spec_dirs)), watch_(std::make_unique<Watch>()) {}
+Registry::Registry(std::vector<std::string> spec_dirs, ChangeDetection detection)
+    : dirs_(std::move(spec_dirs)), watch_(std::make_unique<Watch>()) {
+  watch_->force_stamps = detection == ChangeDetection::stamps;
+}
+
+bool Registry::uses_inotify() const { return loaded_ && !watch_->use_stamps; }
 
 Registry::~Registry() = default;
 

@@ -24,6 +24,36 @@ namespace {
 
 // ---- YAML to JSON -------------------------------------------------------
 
+// JSON text must be UTF-8; a YAML spec could smuggle other bytes into a string
+// that would later make writing config.json fail.
+bool valid_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (len == 0 || i + len > s.size())
+      return false;
+    uint32_t cp = len == 1 ? c : c & (0x7f >> len);
+    for (std::size_t k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xc0) != 0x80)
+        return false;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+      return false;
+    i += len;
+  }
+  return true;
+}
+
+std::string utf8_scalar(const std::string &s, const std::string &at) {
+  if (!valid_utf8(s))
+    throw Error("field " + quote(at.empty() ? "(top)" : at) + ": invalid UTF-8");
+  return s;
+}
+
 json yaml_to_json(const YAML::Node &node, const std::string &at) {
   switch (node.Type()) {
   case YAML::NodeType::Null:
@@ -33,7 +63,7 @@ json yaml_to_json(const YAML::Node &node, const std::string &at) {
     const std::string &s = node.Scalar();
     if (node.Tag() != "!" && (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL"))
       return nullptr;
-    return s;
+    return utf8_scalar(s, at);
   }
   case YAML::NodeType::Sequence: {
     json arr = json::array();
@@ -47,7 +77,7 @@ json yaml_to_json(const YAML::Node &node, const std::string &at) {
     for (const auto &kv : node) {
       if (!kv.first.IsScalar())
         throw Error(quote(at.empty() ? "(top)" : at) + ": mapping keys must be strings");
-      const std::string &key = kv.first.Scalar();
+      const std::string key = utf8_scalar(kv.first.Scalar(), at);
       const std::string child = at.empty() ? key : at + "." + key;
       if (obj.contains(key))
         throw Error("duplicate field " + quote(child));
@@ -71,8 +101,8 @@ struct Decoder {
   void expect_object(const json &j, const std::string &at, std::initializer_list<const char *> known) const {
     if (!j.is_object())
       type_error(at.empty() ? "(top)" : at, "an object");
-    for (const auto &[key, value] : j.items()) {
-      (void)value;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string &key = it.key();
       if (std::none_of(known.begin(), known.end(), [&](const char *k) { return key == k; }))
         throw Error("unknown field " + quote(at.empty() ? key : at + "." + key));
     }
@@ -318,6 +348,66 @@ struct Decoder {
   }
 };
 
+// yaml-cpp recurses once per nesting level and has no depth limit of its own;
+// a hostile or broken spec must not overflow the stack of a runtime hook.
+// No real spec nests deeper than a dozen levels.
+constexpr std::size_t kMaxSpecSize = 4 << 20;
+constexpr int kMaxFlowDepth = 64;
+constexpr std::size_t kMaxIndent = 256;
+
+void check_shape(std::string_view text) {
+  if (text.size() > kMaxSpecSize)
+    throw Error("spec is larger than " + std::to_string(kMaxSpecSize >> 20) + " MiB");
+  int depth = 0;
+  char in_quote = 0;
+  std::size_t indent = 0;
+  bool line_start = true;
+  char prev = ' ';
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      line_start = true;
+      indent = 0;
+      prev = ' ';
+      continue;
+    }
+    if (line_start && !in_quote) {
+      if (c == ' ' || c == '\t' || c == '-' || c == '?' || c == ':') {
+        if (++indent > kMaxIndent)
+          throw Error("spec is nested too deeply (line indented more than " + std::to_string(kMaxIndent) + ")");
+        prev = c;
+        continue;
+      }
+      line_start = false;
+    }
+    if (in_quote) {
+      if (c == '\\' && in_quote == '"')
+        ++i;
+      else if (c == '\'' && in_quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'')
+        ++i;
+      else if (c == in_quote)
+        in_quote = 0;
+      prev = 'x';
+      continue;
+    }
+    // Quotes and comments only start after a separator, as in YAML and JSON.
+    const bool after_separator = prev == ' ' || prev == '\t' || prev == '[' || prev == '{' || prev == ',' || prev == ':' ||
+                                 prev == '-' || prev == '?';
+    if ((c == '"' || c == '\'') && after_separator) {
+      in_quote = c;
+    } else if (c == '#' && (prev == ' ' || prev == '\t')) {
+      while (i + 1 < text.size() && text[i + 1] != '\n')
+        ++i;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxFlowDepth)
+        throw Error("spec is nested too deeply (more than " + std::to_string(kMaxFlowDepth) + " levels)");
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+    prev = c;
+  }
+}
+
 bool looks_like_json(std::string_view text) {
   for (char c : text) {
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
@@ -330,6 +420,7 @@ bool looks_like_json(std::string_view text) {
 } // namespace
 
 Spec parse_spec(std::string_view text) {
+  check_shape(text);
   if (looks_like_json(text)) {
     json j;
     try {

@@ -215,3 +215,28 @@ TEST_CASE("net devices must be unique and valid interface names", "[cdi][validat
 TEST_CASE("a one-character vendor or class is valid and does not crash", "[cdi][validate]") {
   CHECK(validate_spec(parse_spec(R"({"cdiVersion": "0.6.0", "kind": "a/b", "devices": [{"name": "c", "containerEdits": {"env": ["A=1"]}}]})")).empty());
 }
+
+TEST_CASE("deeply nested input is refused before it reaches the YAML parser", "[cdi][parse]") {
+  CHECK_THROWS_WITH(parse_spec("a: " + std::string(10000, '[')), Catch::Contains("nested too deeply"));
+  CHECK_THROWS_WITH(parse_spec("{\"a\": " + std::string(10000, '{')), Catch::Contains("nested too deeply"));
+  std::string block;
+  for (int i = 0; i < 300; ++i)
+    block += std::string(static_cast<std::size_t>(i), ' ') + "k:\n";
+  CHECK_THROWS_WITH(parse_spec(block), Catch::Contains("nested too deeply"));
+  // Quotes and comments do not hide brackets from the check.
+  CHECK_THROWS_WITH(parse_spec("a: don't " + std::string(10000, '[')), Catch::Contains("nested too deeply"));
+  CHECK_THROWS_WITH(parse_spec("# it's\na: " + std::string(10000, '[')), Catch::Contains("nested too deeply"));
+  // Brackets inside quoted strings are not nesting.
+  CHECK(parse_spec("cdiVersion: '0.6.0'\nkind: \"a/b\"\ndevices: [{name: x, containerEdits: {env: [\"A=" + std::string(100, '[') +
+                   "\"]}}]\n")
+            .devices.size() == 1);
+}
+
+TEST_CASE("YAML strings must be valid UTF-8", "[cdi][parse]") {
+  CHECK_THROWS_WITH(parse_spec("cdiVersion: 0.6.0\nkind: a/b\ndevices:\n  - name: x\n    containerEdits:\n      env: [\"A=\xff\"]\n"),
+                    Catch::Contains("invalid UTF-8"));
+  CHECK_THROWS_WITH(parse_spec("cdiVersion: 0.6.0\n\xc0\xaf: 1\n"), Catch::Contains("invalid UTF-8"));
+  CHECK(parse_spec("cdiVersion: 0.6.0\nkind: a/b\ndevices:\n  - name: x\n    containerEdits:\n      env: [\"A=\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"]\n")
+            .devices[0]
+            .edits.env[0] == "A=\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+}

@@ -8,8 +8,9 @@
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 
+#include "yaml_json.hpp"
+
 #include <nlohmann/json.hpp>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <charconv>
@@ -22,89 +23,47 @@ using json = nlohmann::json;
 
 namespace {
 
-// ---- YAML to JSON -------------------------------------------------------
-
-// JSON text must be UTF-8; a YAML spec could smuggle other bytes into a string
-// that would later make writing config.json fail.
-bool valid_utf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (len == 0 || i + len > s.size())
-      return false;
-    uint32_t cp = len == 1 ? c : c & (0x7f >> len);
-    for (std::size_t k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xc0) != 0x80)
-        return false;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-      return false;
-    i += len;
-  }
-  return true;
-}
-
-std::string utf8_scalar(const std::string &s, const std::string &at) {
-  if (!valid_utf8(s))
-    throw Error("field " + quote(at.empty() ? "(top)" : at) + ": invalid UTF-8");
-  return s;
-}
-
-json yaml_to_json(const YAML::Node &node, const std::string &at) {
-  switch (node.Type()) {
-  case YAML::NodeType::Null:
-  case YAML::NodeType::Undefined:
-    return nullptr;
-  case YAML::NodeType::Scalar: {
-    const std::string &s = node.Scalar();
-    if (node.Tag() != "!" && (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL"))
-      return nullptr;
-    return utf8_scalar(s, at);
-  }
-  case YAML::NodeType::Sequence: {
-    json arr = json::array();
-    std::size_t i = 0;
-    for (const auto &el : node)
-      arr.push_back(yaml_to_json(el, at + "[" + std::to_string(i++) + "]"));
-    return arr;
-  }
-  case YAML::NodeType::Map: {
-    json obj = json::object();
-    for (const auto &kv : node) {
-      if (!kv.first.IsScalar())
-        throw Error(quote(at.empty() ? "(top)" : at) + ": mapping keys must be strings");
-      const std::string key = utf8_scalar(kv.first.Scalar(), at);
-      const std::string child = at.empty() ? key : at + "." + key;
-      if (obj.contains(key))
-        throw Error("duplicate field " + quote(child));
-      obj[key] = yaml_to_json(kv.second, child);
-    }
-    return obj;
-  }
-  }
-  return nullptr;
-}
-
 // ---- strict decoding ----------------------------------------------------
+
+// Where the decoder is, rendered ("devices[0].containerEdits.env") only when
+// an error needs it: building the string for every field would cost more
+// than decoding.
+struct Path {
+  const Path *parent = nullptr;
+  const char *key = nullptr; // a field, or nullptr for an index
+  std::size_t index = 0;
+
+  Path field(const char *k) const { return {this, k, 0}; }
+  Path at(std::size_t i) const { return {this, nullptr, i}; }
+
+  std::string str() const {
+    if (!parent)
+      return key ? key : "";
+    std::string base = parent->str();
+    if (!key)
+      return base + "[" + std::to_string(index) + "]";
+    return base.empty() ? key : base + "." + key;
+  }
+};
 
 struct Decoder {
   bool from_yaml;
 
-  [[noreturn]] void type_error(const std::string &at, const char *want) const {
-    throw Error("field " + quote(at) + " must be " + want);
+  [[noreturn]] void type_error(const Path &at, const char *want) const {
+    throw Error("field " + quote(at.str()) + " must be " + want);
   }
 
-  void expect_object(const json &j, const std::string &at, std::initializer_list<const char *> known) const {
-    if (!j.is_object())
-      type_error(at.empty() ? "(top)" : at, "an object");
+  void expect_object(const json &j, const Path &at, std::initializer_list<const char *> known) const {
+    if (!j.is_object()) {
+      const std::string where = at.str();
+      throw Error("field " + quote(where.empty() ? "(top)" : where) + " must be an object");
+    }
     for (auto it = j.begin(); it != j.end(); ++it) {
       const std::string &key = it.key();
-      if (std::none_of(known.begin(), known.end(), [&](const char *k) { return key == k; }))
-        throw Error("unknown field " + quote(at.empty() ? key : at + "." + key));
+      if (std::none_of(known.begin(), known.end(), [&](const char *k) { return key == k; })) {
+        const std::string where = at.str();
+        throw Error("unknown field " + quote(where.empty() ? key : where + "." + key));
+      }
     }
   }
 
@@ -115,22 +74,24 @@ struct Decoder {
     return &*it;
   }
 
-  void str(const json &obj, const char *key, const std::string &at, std::string &out) const {
+  void str(const json &obj, const char *key, const Path &at, std::string &out) const {
     if (const json *j = member(obj, key)) {
       if (!j->is_string())
-        type_error(at + "." + key, "a string");
+        type_error(at.field(key), "a string");
       out = j->get<std::string>();
     }
   }
 
-  void strings(const json &obj, const char *key, const std::string &at, std::vector<std::string> &out) const {
+  void strings(const json &obj, const char *key, const Path &at, std::vector<std::string> &out) const {
     if (const json *j = member(obj, key)) {
+      const Path here = at.field(key);
       if (!j->is_array())
-        type_error(at + "." + key, "a list of strings");
+        type_error(here, "a list of strings");
+      out.reserve(j->size());
       std::size_t i = 0;
       for (const auto &el : *j) {
         if (!el.is_string())
-          type_error(at + "." + key + "[" + std::to_string(i) + "]", "a string");
+          type_error(here.at(i), "a string");
         out.push_back(el.get<std::string>());
         ++i;
       }
@@ -139,7 +100,7 @@ struct Decoder {
 
   // Integers: JSON numbers, or YAML scalars in YAML 1.1 notation (decimal,
   // 0x hex, 0o or leading-0 octal) as the reference's YAML parser reads them.
-  template <typename T> T integer(const json &j, const std::string &at) const {
+  template <typename T> T integer(const json &j, const Path &at) const {
     const char *want = std::is_signed_v<T> ? "an integer" : "a non-negative integer";
     if (j.is_number_integer()) {
       if (j.is_number_unsigned()) {
@@ -155,7 +116,7 @@ struct Decoder {
       return static_cast<T>(v);
     }
     if (from_yaml && j.is_string()) {
-      std::string s = j.get<std::string>();
+      const std::string &s = j.get_ref<const std::string &>();
       bool neg = false;
       std::string_view v = s;
       if (!v.empty() && (v.front() == '-' || v.front() == '+')) {
@@ -187,13 +148,13 @@ struct Decoder {
     type_error(at, want);
   }
 
-  bool boolean(const json &j, const std::string &at) const {
+  bool boolean(const json &j, const Path &at) const {
     if (j.is_boolean())
       return j.get<bool>();
     if (from_yaml && j.is_string()) {
       static const char *yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y"};
       static const char *no[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "n", "N"};
-      const auto s = j.get<std::string>();
+      const auto &s = j.get_ref<const std::string &>();
       for (const char *w : yes)
         if (s == w)
           return true;
@@ -204,54 +165,63 @@ struct Decoder {
     type_error(at, "true or false");
   }
 
-  Annotations annotations(const json &obj, const std::string &at) const {
+  template <typename T> void optional_integer(const json &obj, const char *key, const Path &at, T &out) const {
+    if (const json *v = member(obj, key))
+      out = integer<T>(*v, at.field(key));
+  }
+  template <typename T> void optional_integer(const json &obj, const char *key, const Path &at, std::optional<T> &out) const {
+    if (const json *v = member(obj, key))
+      out = integer<T>(*v, at.field(key));
+  }
+  void optional_bool(const json &obj, const char *key, const Path &at, bool &out) const {
+    if (const json *v = member(obj, key))
+      out = boolean(*v, at.field(key));
+  }
+
+  Annotations annotations(const json &obj, const Path &at) const {
     Annotations out;
     if (const json *j = member(obj, "annotations")) {
+      const Path here = at.field("annotations");
       if (!j->is_object())
-        type_error(at + "annotations", "a map of strings");
-      for (const auto &[k, v] : j->items()) {
-        if (!v.is_string())
-          type_error(at + "annotations." + k, "a string");
-        out[k] = v.get<std::string>();
+        type_error(here, "a map of strings");
+      for (auto it = j->begin(); it != j->end(); ++it) {
+        if (!it->is_string())
+          type_error(here.field(it.key().c_str()), "a string");
+        out[it.key()] = it->get<std::string>();
       }
     }
     return out;
   }
 
   template <typename T, typename Fn>
-  void list(const json &obj, const char *key, const std::string &at, std::vector<T> &out, Fn &&each) const {
+  void list(const json &obj, const char *key, const Path &at, std::vector<T> &out, Fn &&each) const {
     if (const json *j = member(obj, key)) {
+      const Path here = at.field(key);
       if (!j->is_array())
-        type_error(at + "." + key, "a list");
+        type_error(here, "a list");
+      out.reserve(j->size());
       std::size_t i = 0;
-      for (const auto &el : *j) {
-        out.push_back(each(el, at + "." + key + "[" + std::to_string(i) + "]"));
-        ++i;
-      }
+      for (const auto &el : *j)
+        out.push_back(each(el, here.at(i++)));
     }
   }
 
-  DeviceNode device_node(const json &j, const std::string &at) const {
+  DeviceNode device_node(const json &j, const Path &at) const {
     expect_object(j, at, {"path", "hostPath", "type", "major", "minor", "fileMode", "permissions", "uid", "gid"});
     DeviceNode d;
     str(j, "path", at, d.path);
     str(j, "hostPath", at, d.host_path);
     str(j, "type", at, d.type);
-    if (const json *v = member(j, "major"))
-      d.major = integer<int64_t>(*v, at + ".major");
-    if (const json *v = member(j, "minor"))
-      d.minor = integer<int64_t>(*v, at + ".minor");
-    if (const json *v = member(j, "fileMode"))
-      d.file_mode = integer<uint32_t>(*v, at + ".fileMode");
+    optional_integer(j, "major", at, d.major);
+    optional_integer(j, "minor", at, d.minor);
+    optional_integer(j, "fileMode", at, d.file_mode);
     str(j, "permissions", at, d.permissions);
-    if (const json *v = member(j, "uid"))
-      d.uid = integer<uint32_t>(*v, at + ".uid");
-    if (const json *v = member(j, "gid"))
-      d.gid = integer<uint32_t>(*v, at + ".gid");
+    optional_integer(j, "uid", at, d.uid);
+    optional_integer(j, "gid", at, d.gid);
     return d;
   }
 
-  Mount mount(const json &j, const std::string &at) const {
+  Mount mount(const json &j, const Path &at) const {
     expect_object(j, at, {"hostPath", "containerPath", "options", "type"});
     Mount m;
     str(j, "hostPath", at, m.host_path);
@@ -261,19 +231,18 @@ struct Decoder {
     return m;
   }
 
-  Hook hook(const json &j, const std::string &at) const {
+  Hook hook(const json &j, const Path &at) const {
     expect_object(j, at, {"hookName", "path", "args", "env", "timeout"});
     Hook h;
     str(j, "hookName", at, h.hook_name);
     str(j, "path", at, h.path);
     strings(j, "args", at, h.args);
     strings(j, "env", at, h.env);
-    if (const json *v = member(j, "timeout"))
-      h.timeout = integer<int64_t>(*v, at + ".timeout");
+    optional_integer(j, "timeout", at, h.timeout);
     return h;
   }
 
-  NetDevice net_device(const json &j, const std::string &at) const {
+  NetDevice net_device(const json &j, const Path &at) const {
     expect_object(j, at, {"hostInterfaceName", "name"});
     NetDevice n;
     str(j, "hostInterfaceName", at, n.host_interface_name);
@@ -281,69 +250,53 @@ struct Decoder {
     return n;
   }
 
-  IntelRdt intel_rdt(const json &j, const std::string &at) const {
+  IntelRdt intel_rdt(const json &j, const Path &at) const {
     expect_object(j, at, {"closID", "l3CacheSchema", "memBwSchema", "schemata", "enableMonitoring", "enableCMT", "enableMBM"});
     IntelRdt r;
     str(j, "closID", at, r.clos_id);
     str(j, "l3CacheSchema", at, r.l3_cache_schema);
     str(j, "memBwSchema", at, r.mem_bw_schema);
     strings(j, "schemata", at, r.schemata);
-    if (const json *v = member(j, "enableMonitoring"))
-      r.enable_monitoring = boolean(*v, at + ".enableMonitoring");
-    if (const json *v = member(j, "enableCMT"))
-      r.enable_cmt = boolean(*v, at + ".enableCMT");
-    if (const json *v = member(j, "enableMBM"))
-      r.enable_mbm = boolean(*v, at + ".enableMBM");
+    optional_bool(j, "enableMonitoring", at, r.enable_monitoring);
+    optional_bool(j, "enableCMT", at, r.enable_cmt);
+    optional_bool(j, "enableMBM", at, r.enable_mbm);
     return r;
   }
 
-  ContainerEdits edits(const json &j, const std::string &at) const {
+  ContainerEdits edits(const json &j, const Path &at) const {
     expect_object(j, at, {"env", "deviceNodes", "netDevices", "hooks", "mounts", "intelRdt", "additionalGids"});
     ContainerEdits e;
     strings(j, "env", at, e.env);
-    list(j, "deviceNodes", at, e.device_nodes, [&](const json &el, const std::string &a) { return device_node(el, a); });
-    list(j, "netDevices", at, e.net_devices, [&](const json &el, const std::string &a) { return net_device(el, a); });
-    list(j, "hooks", at, e.hooks, [&](const json &el, const std::string &a) { return hook(el, a); });
-    list(j, "mounts", at, e.mounts, [&](const json &el, const std::string &a) { return mount(el, a); });
+    list(j, "deviceNodes", at, e.device_nodes, [&](const json &el, const Path &p) { return device_node(el, p); });
+    list(j, "netDevices", at, e.net_devices, [&](const json &el, const Path &p) { return net_device(el, p); });
+    list(j, "hooks", at, e.hooks, [&](const json &el, const Path &p) { return hook(el, p); });
+    list(j, "mounts", at, e.mounts, [&](const json &el, const Path &p) { return mount(el, p); });
     if (const json *v = member(j, "intelRdt"))
-      e.intel_rdt = intel_rdt(*v, at + ".intelRdt");
-    list(j, "additionalGids", at, e.additional_gids, [&](const json &el, const std::string &a) { return integer<uint32_t>(el, a); });
+      e.intel_rdt = intel_rdt(*v, at.field("intelRdt"));
+    list(j, "additionalGids", at, e.additional_gids, [&](const json &el, const Path &p) { return integer<uint32_t>(el, p); });
     return e;
   }
 
-  Device device(const json &j, const std::string &at) const {
+  Device device(const json &j, const Path &at) const {
     expect_object(j, at, {"name", "annotations", "containerEdits"});
     Device d;
     str(j, "name", at, d.name);
-    d.annotations = annotations(j, at + ".");
+    d.annotations = annotations(j, at);
     if (const json *v = member(j, "containerEdits"))
-      d.edits = edits(*v, at + ".containerEdits");
+      d.edits = edits(*v, at.field("containerEdits"));
     return d;
   }
 
   Spec spec(const json &j) const {
-    expect_object(j, "", {"cdiVersion", "kind", "annotations", "devices", "containerEdits"});
+    const Path top;
+    expect_object(j, top, {"cdiVersion", "kind", "annotations", "devices", "containerEdits"});
     Spec s;
-    if (const json *v = member(j, "cdiVersion")) {
-      if (!v->is_string())
-        type_error("cdiVersion", "a string");
-      s.version = v->get<std::string>();
-    }
-    if (const json *v = member(j, "kind")) {
-      if (!v->is_string())
-        type_error("kind", "a string");
-      s.kind = v->get<std::string>();
-    }
-    s.annotations = annotations(j, "");
-    if (const json *v = member(j, "devices")) {
-      if (!v->is_array())
-        type_error("devices", "a list");
-      std::size_t i = 0;
-      for (const auto &el : *v)
-        s.devices.push_back(device(el, "devices[" + std::to_string(i++) + "]"));
-    }
+    str(j, "cdiVersion", top, s.version);
+    str(j, "kind", top, s.kind);
+    s.annotations = annotations(j, top);
+    list(j, "devices", top, s.devices, [&](const json &el, const Path &p) { return device(el, p); });
     if (const json *v = member(j, "containerEdits"))
-      s.edits = edits(*v, "containerEdits");
+      s.edits = edits(*v, top.field("containerEdits"));
     return s;
   }
 };
@@ -434,15 +387,10 @@ Spec parse_spec(std::string_view text) {
     }
     return Decoder{false}.spec(j);
   }
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception &e) {
-    throw Error("invalid YAML at line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
-  if (!root.IsMap())
+  json root = yaml_to_json(text);
+  if (!root.is_object())
     throw Error("a spec must be a mapping (object) at the top level");
-  return Decoder{true}.spec(yaml_to_json(root, ""));
+  return Decoder{true}.spec(root);
 }
 
 Spec load_spec_file(const std::string &path, int priority, std::vector<std::string> &problems) {

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <map>
 #include <tuple>
 
@@ -166,25 +168,59 @@ void Registry::reload() {
   devices_.clear();
   loaded_ = true;
 
-  for (std::size_t prio = 0; prio < dirs_.size(); ++prio) {
-    const auto &dir = dirs_[prio];
-    for (const auto &name : list_spec_files(dir, &errors_)) {
-      const std::string path = dir + "/" + name;
-      try {
-        auto spec = std::make_unique<Spec>(parse_spec(fs::read_file(path)));
-        spec->path = path;
-        spec->priority = static_cast<int>(prio);
-        auto problems = validate_spec(*spec);
-        if (!problems.empty()) {
-          for (auto &p : problems)
-            errors_.push_back({path, std::move(p)});
-          continue;
-        }
-        specs_.push_back(std::move(spec));
-      } catch (const Error &e) {
-        errors_.push_back({path, e.message()});
-      }
+  struct Slot {
+    std::string path;
+    int priority;
+    std::unique_ptr<Spec> spec;
+    std::vector<SpecError> errors;
+  };
+  std::vector<Slot> slots;
+  for (std::size_t prio = 0; prio < dirs_.size(); ++prio)
+    for (const auto &name : list_spec_files(dirs_[prio], &errors_))
+      slots.push_back({dirs_[prio] + "/" + name, static_cast<int>(prio), nullptr, {}});
+
+  auto load = [](Slot &slot) {
+    try {
+      auto spec = std::make_unique<Spec>(parse_spec(fs::read_file(slot.path)));
+      spec->path = slot.path;
+      spec->priority = slot.priority;
+      auto problems = validate_spec(*spec);
+      for (auto &p : problems)
+        slot.errors.push_back({slot.path, std::move(p)});
+      if (problems.empty())
+        slot.spec = std::move(spec);
+    } catch (const Error &e) {
+      slot.errors.push_back({slot.path, e.message()});
+    } catch (const std::exception &e) {
+      slot.errors.push_back({slot.path, e.what()});
     }
+  };
+  // Parsing dominates a node-sized load (hundreds of specs); spread it over
+  // the cores. A container start reads a handful of specs: no threads then.
+  constexpr std::size_t kFilesPerThread = 64;
+  const std::size_t threads =
+      std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), slots.size() / kFilesPerThread);
+  if (threads <= 1) {
+    for (auto &slot : slots)
+      load(slot);
+  } else {
+    std::atomic<std::size_t> next{0};
+    auto worker = [&] {
+      for (std::size_t i; (i = next.fetch_add(1)) < slots.size();)
+        load(slots[i]);
+    };
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < threads; ++t)
+      pool.emplace_back(worker);
+    worker();
+    for (auto &t : pool)
+      t.join();
+  }
+  for (auto &slot : slots) {
+    for (auto &e : slot.errors)
+      errors_.push_back(std::move(e));
+    if (slot.spec)
+      specs_.push_back(std::move(slot.spec));
   }
 
   // Resolve names: a higher priority wins; a tie makes the device unusable.

@@ -234,8 +234,8 @@ TEST_CASE("deeply nested input is refused before it reaches the YAML parser", "[
 
 TEST_CASE("YAML strings must be valid UTF-8", "[cdi][parse]") {
   CHECK_THROWS_WITH(parse_spec("cdiVersion: 0.6.0\nkind: a/b\ndevices:\n  - name: x\n    containerEdits:\n      env: [\"A=\xff\"]\n"),
-                    Catch::Contains("invalid UTF-8"));
-  CHECK_THROWS_WITH(parse_spec("cdiVersion: 0.6.0\n\xc0\xaf: 1\n"), Catch::Contains("invalid UTF-8"));
+                    Catch::Contains("UTF-8"));
+  CHECK_THROWS_WITH(parse_spec("cdiVersion: 0.6.0\n\xc0\xaf: 1\n"), Catch::Contains("UTF-8"));
   CHECK(parse_spec("cdiVersion: 0.6.0\nkind: a/b\ndevices:\n  - name: x\n    containerEdits:\n      env: [\"A=\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"]\n")
             .devices[0]
             .edits.env[0] == "A=\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");

@@ -63,7 +63,6 @@ def session_tmp(request):
     d = Path(tempfile.mkdtemp(prefix="gpuslice-it-"))
     yield d
     if not request.config.getoption("--keep-tmp"):
-        subprocess.run(["umount", "-R", "-l", str(d / "cgroup")], capture_output=True)
         shutil.rmtree(d, ignore_errors=True)
 
 
@@ -82,12 +81,9 @@ def spec_template(session_tmp) -> dict:
 
 
 @pytest.fixture(scope="session")
-def host_cgroups(session_tmp):
+def host_cgroups():
     """Makes the host's cgroups acceptable to crun (see prepare_cgroups_for_crun)."""
-    made = ocitest.prepare_cgroups_for_crun(session_tmp / "cgroup")
-    yield made
-    for m in made:
-        subprocess.run(["umount", str(m)], capture_output=True)
+    return ocitest.prepare_cgroups_for_crun()
 
 
 _ids = itertools.count()
@@ -191,14 +187,30 @@ def gpuslice_runtime(request, plain_runtime, gpuslice_config):
 
 
 @pytest.fixture(scope="session")
-def containerd(session_tmp, busybox_rootfs):
+def containerd(session_tmp, busybox_rootfs, host_cgroups):
     """A private containerd 1.6 (root, state, socket, config under a temp dir)
-    with the busybox image imported."""
+    with the busybox image imported. Its environment carries GPUSLICE_CONFIG
+    (containerd -> containerd-shim-runc-v2 -> the runc binary inherit it),
+    pointing at `ctrd.gpuslice_config`, written by `containerd_fake_gpu`."""
     import ctrd
-    d = ctrd.Containerd(session_tmp / "containerd", tool("containerd"), tool("ctr"))
-    d.start()
+    base = session_tmp / "containerd"
+    env = dict(os.environ, GPUSLICE_CONFIG=str(base / "gpuslice.toml"))
+    d = ctrd.Containerd(base, tool("containerd"), tool("ctr"), env=env)
+    d.gpuslice_config = base / "gpuslice.toml"
     try:
+        d.start()
         d.import_busybox(busybox_rootfs)
         yield d
     finally:
         d.stop()
+
+
+@pytest.fixture(scope="session")
+def containerd_fake_gpu(request, containerd, session_tmp) -> ocitest.FakeGpu:
+    """The fake GPU for containers run through containerd, and the wrapper's
+    config (runc as the low-level runtime)."""
+    gpu = ocitest.FakeGpu(session_tmp / "containerd-fake-gpu")
+    write_gpuslice_config(containerd.gpuslice_config, [gpu.spec_dir], tool("runc"),
+                          request.config.getoption("--gpuslice-hook"), session_tmp / "containerd-gpuslice-state",
+                          session_tmp / "containerd-gpuslice-log")
+    return gpu

@@ -242,23 +242,40 @@ def cgroup_mode() -> str:
     return "legacy"
 
 
-def prepare_cgroups_for_crun(mount_base: Path) -> list[Path]:
+def _mounted_v1_controllers() -> set[str]:
+    names = set()
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        f = line.split()
+        if f[2] == "cgroup":
+            names.update(o for o in f[3].split(",") if o not in ("rw", "ro", "relatime", "nosuid", "nodev", "noexec"))
+    return names
+
+
+def prepare_cgroups_for_crun() -> list[str]:
     """crun refuses a hybrid host whose cgroup2 hierarchy has controllers
-    ("cgroups in hybrid mode not supported"). On such hosts (this machine and
-    CI: hugetlb is not bound to any v1 hierarchy) bind each such controller to
-    a v1 hierarchy of its own, mounted under `mount_base`, as a systemd hybrid
-    host does. Returns the mounts made (the caller unmounts them)."""
+    ("cgroups in hybrid mode not supported, drop all controllers from
+    cgroupv2"); this machine and CI leave hugetlb there. Bind each such
+    controller to a v1 hierarchy mounted at /sys/fs/cgroup/<name>, as a
+    systemd hybrid host does, and mount any v1 hierarchy this process is in
+    that is mounted nowhere (containerd's shim needs to find it). Left in
+    place: the kernel keeps a v1 hierarchy alive after an unmount anyway.
+    Returns the controllers mounted."""
     if cgroup_mode() != "hybrid":
         return []
-    ctrl = Path("/sys/fs/cgroup/unified/cgroup.controllers")
-    names = ctrl.read_text().split()
+    wanted = Path("/sys/fs/cgroup/unified/cgroup.controllers").read_text().split()
+    mounted = _mounted_v1_controllers()
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, ctrls, _ = line.split(":", 2)
+        for c in ctrls.split(","):
+            if c and not c.startswith("name=") and c not in mounted and c not in wanted:
+                wanted.append(c)
     made = []
-    for name in names:
-        target = mount_base / name
-        target.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["mount", "-t", "cgroup", "-o", name, f"gpuslice-test-{name}", str(target)], check=True)
-        made.append(target)
-    left = ctrl.read_text().split()
+    for name in wanted:
+        target = Path("/sys/fs/cgroup") / name
+        target.mkdir(exist_ok=True)
+        subprocess.run(["mount", "-t", "cgroup", "-o", name, "cgroup", str(target)], check=True)
+        made.append(name)
+    left = Path("/sys/fs/cgroup/unified/cgroup.controllers").read_text().split()
     if left:
         raise RuntimeError(f"cgroup2 still has controllers {left} after binding them to v1")
     return made
@@ -296,8 +313,9 @@ class FakeGpu:
     MOUNT_CONTENT = "fake-driver 1.0"
     NODE_MODE = 0o660
 
-    def __init__(self, base: Path):
+    def __init__(self, base: Path, with_hook: bool = True):
         self.base = base
+        self.with_hook = with_hook
         self.dev_dir = base / "dev"
         self.spec_dir = base / "cdi"
         self.host_dir = base / "driver"
@@ -329,16 +347,18 @@ class FakeGpu:
                 "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "GPUSLICE_FAKE_HOOK=1"], "timeout": 10}
 
     def cdi_spec(self) -> dict:
+        common = {
+            "env": ["GPUSLICE_FAKE_DRIVER=1"],
+            "deviceNodes": [self.node("/dev/nvidiactl")],
+            "mounts": [{"hostPath": str(self.host_dir), "containerPath": self.MOUNT_DEST,
+                        "type": "bind", "options": ["ro", "nosuid", "nodev", "bind"]}],
+        }
+        if self.with_hook:
+            common["hooks"] = [self.hook_entry()]
         return {
             "cdiVersion": "0.6.0",
             "kind": self.KIND,
-            "containerEdits": {
-                "env": ["GPUSLICE_FAKE_DRIVER=1"],
-                "deviceNodes": [self.node("/dev/nvidiactl")],
-                "mounts": [{"hostPath": str(self.host_dir), "containerPath": self.MOUNT_DEST,
-                            "type": "bind", "options": ["ro", "nosuid", "nodev", "bind"]}],
-                "hooks": [self.hook_entry()],
-            },
+            "containerEdits": common,
             "devices": [
                 {"name": str(i), "containerEdits": {
                     "env": [f"GPUSLICE_FAKE_GPU{i}=present"],

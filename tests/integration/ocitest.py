@@ -272,8 +272,12 @@ def prepare_cgroups_for_crun() -> list[str]:
     made = []
     for name in wanted:
         target = Path("/sys/fs/cgroup") / name
+        if name in _mounted_v1_controllers():  # another test run got there first
+            continue
         target.mkdir(exist_ok=True)
-        subprocess.run(["mount", "-t", "cgroup", "-o", name, "cgroup", str(target)], check=True)
+        p = subprocess.run(["mount", "-t", "cgroup", "-o", name, "cgroup", str(target)], capture_output=True, text=True)
+        if p.returncode != 0 and name not in _mounted_v1_controllers():
+            raise RuntimeError(f"cannot mount cgroup v1 {name} at {target}: {p.stderr.strip()}")
         made.append(name)
     left = Path("/sys/fs/cgroup/unified/cgroup.controllers").read_text().split()
     if left:

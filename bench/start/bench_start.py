@@ -123,11 +123,14 @@ def main() -> int:
                         times[name].append(ms)
             p, w = summarize(times["plain"]), summarize(times["wrapper"])
             ratio = w["median"] / p["median"]
+            # per-iteration differences: robust to drift of a shared machine
+            paired = statistics.median(x - y for x, y in zip(times["wrapper"], times["plain"]))
             ok = ratio <= TARGETS[sc]
             failed |= not ok
             print(f"{sc:8s} plain   median {p['median']:7.2f} ms  mean {p['mean']:7.2f}  p10 {p['p10']:7.2f}  p90 {p['p90']:7.2f}")
             print(f"{sc:8s} wrapper median {w['median']:7.2f} ms  mean {w['mean']:7.2f}  p10 {w['p10']:7.2f}  p90 {w['p90']:7.2f}")
-            print(f"{sc:8s} ratio {ratio:.3f} (added {w['median'] - p['median']:+.2f} ms per cycle)  "
+            print(f"{sc:8s} ratio {ratio:.3f} (added {w['median'] - p['median']:+.2f} ms per cycle, "
+                  f"paired median {paired:+.2f} ms)  "
                   f"target <= {TARGETS[sc]:.2f}: {'ok' if ok else 'MISSED'}")
             left = plain.list_ids()
             if left:

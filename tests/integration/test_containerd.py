@@ -92,6 +92,11 @@ def test_ctr_gpuslice_runtime_without_request(request, containerd, containerd_fa
 
 @pytest.mark.gpuslice
 def test_ctr_gpuslice_runtime_unknown_device(request, containerd, containerd_fake_gpu, cid):
+    """The shim does not show the runtime's stderr: it reports the last
+    `"level":"error"` line of the `--log` file it passed (`--log-format json`,
+    runc's format `{"level":"error","msg":"...","time":"<RFC 3339>"}`) and
+    says "unable to retrieve OCI runtime error" when there is none. So the
+    wrapper's error must also go there for a user to see it."""
     from conftest import gpuslice_path
     p = containerd.run(cid, ["true"], runc_binary=gpuslice_path(request.config),
                        annotations={ANNOTATION: "nvidia.com/gpu=7"}, check=False)

@@ -180,6 +180,24 @@ def test_gpuslice_unknown_device_fails_cleanly(gpuslice_runtime, bundle, fake_gp
 
 
 @pytest.mark.gpuslice
+def test_gpuslice_unknown_device_error_in_json_log(gpuslice_runtime, bundle, test_tmp, cid):
+    """containerd's shim reads a failed create's error from the --log file
+    (runc's JSON lines), not from stderr: the wrapper must write it there."""
+    log = test_tmp / "runtime.log"
+    rt = ocitest.Runtime(gpuslice_runtime.name, [*gpuslice_runtime.argv, "--log", str(log), "--log-format", "json"],
+                         gpuslice_runtime.root, env=gpuslice_runtime.env, lowlevel=gpuslice_runtime.lowlevel)
+    bundle.annotate(ANNOTATION, "nvidia.com/gpu=7")
+    bundle.write()
+    p = rt.create(bundle, cid, check=False)
+    assert p.returncode != 0
+    entries = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    errors = [e for e in entries if e.get("level") == "error"]
+    assert errors and "nvidia.com/gpu=7" in errors[-1]["msg"], entries
+    assert "time" in errors[-1]
+    assert rt.list_ids() == []
+
+
+@pytest.mark.gpuslice
 def test_gpuslice_passes_global_flags(gpuslice_runtime, bundle, test_tmp, cid):
     """--log / --log-format before the verb reach the low-level runtime."""
     log = test_tmp / "runtime.log"

@@ -149,6 +149,18 @@ def gpuslice_path(config) -> str:
     return path
 
 
+def gpuslice_hook_path(config) -> str:
+    path = config.getoption("--gpuslice-hook")
+    if not path:
+        pytest.fail("GPUSLICE_HOOK is not set: gpuslice-runtime adds gpuslice-hook to every GPU container; pass "
+                    "--gpuslice-hook PATH or set GPUSLICE_HOOK (ctest sets it to build/hook/gpuslice-hook)",
+                    pytrace=False)
+    path = os.path.abspath(path)
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"GPUSLICE_HOOK {path!r} is not an executable", pytrace=False)
+    return path
+
+
 def write_gpuslice_config(path: Path, spec_dirs: list[Path], lowlevel: str, hook: str, state_dir: Path, log_dir: Path):
     def arr(items):
         return "[" + ", ".join('"' + str(i).replace("\\", "\\\\").replace('"', '\\"') + '"' for i in items) + "]"
@@ -162,11 +174,17 @@ def write_gpuslice_config(path: Path, spec_dirs: list[Path], lowlevel: str, hook
 
 
 @pytest.fixture
-def gpuslice_config(request, test_tmp, fake_gpu, runtime_name) -> Path:
+def gpuslice_state_dir(test_tmp) -> Path:
+    """runtime.state-dir of the wrapper's config (default /run/gpuslice)."""
+    return test_tmp / "gpuslice-state"
+
+
+@pytest.fixture
+def gpuslice_config(request, test_tmp, fake_gpu, runtime_name, gpuslice_state_dir) -> Path:
     """GPUSLICE_CONFIG for the wrapper: the fake GPU's spec dir, the low-level
     runtime by absolute path, state and logs in the test's temp dir."""
     return write_gpuslice_config(test_tmp / "gpuslice.toml", [fake_gpu.spec_dir], tool(RUNTIMES[runtime_name]),
-                                 request.config.getoption("--gpuslice-hook"), test_tmp / "gpuslice-state",
+                                 request.config.getoption("--gpuslice-hook"), gpuslice_state_dir,
                                  test_tmp / "gpuslice-log")
 
 
@@ -175,6 +193,7 @@ def gpuslice_runtime(request, plain_runtime, gpuslice_config):
     """The wrapper in front of runc/crun, called exactly like runc, sharing
     the plain runtime's --root (so `list` and cleanup see its containers)."""
     path = gpuslice_path(request.config)
+    gpuslice_hook_path(request.config)
     env = dict(os.environ, GPUSLICE_CONFIG=str(gpuslice_config))
     rt = ocitest.Runtime(f"gpuslice+{plain_runtime.name}", [path], plain_runtime.root, env=env,
                          lowlevel=plain_runtime)

@@ -164,6 +164,57 @@ def test_gpuslice_injects_two_devices(gpuslice_runtime, bundle, fake_gpu, cid):
 
 
 @pytest.mark.gpuslice
+def test_gpuslice_rewrites_config(request, gpuslice_runtime, bundle, fake_gpu, gpuslice_config, cid):
+    """With a request: config.json rewritten in place (same mode, no temp
+    file left), the CDI edits in it, gpuslice-hook added as createRuntime and
+    poststop hook with an explicit env that owes nothing to the container's."""
+    from conftest import gpuslice_hook_path
+    hook = gpuslice_hook_path(request.config)
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.spec["process"]["env"] += ["LD_PRELOAD=/tmp/from-the-image.so", "GPUSLICE_LEAK_CANARY=1"]
+    bundle.write()
+    bundle.config_path.chmod(0o640)
+    gpuslice_runtime.create(bundle, cid)
+    try:
+        assert bundle.config_path.stat().st_mode & 0o7777 == 0o640
+        assert sorted(p.name for p in bundle.path.iterdir()) == sorted(
+            ["config.json", f"{cid}.out", f"{cid}.err", f"{cid}.pid"])
+        spec = bundle.read()
+        assert {d["path"] for d in spec["linux"]["devices"]} >= {"/dev/nvidia0", "/dev/nvidiactl"}
+        assert "GPUSLICE_FAKE_GPU0=present" in spec["process"]["env"]
+        for stage in ("createRuntime", "poststop"):
+            entries = [h for h in spec.get("hooks", {}).get(stage, []) if h["path"] == hook]
+            assert len(entries) == 1, spec.get("hooks")
+            env = entries[0].get("env")
+            assert env is not None, f"{stage} gpuslice-hook without an explicit env"
+            assert not any(e.startswith(("LD_PRELOAD=", "GPUSLICE_LEAK_CANARY=", "GPUSLICE_FAKE_")) for e in env), env
+        # the CDI spec's own hook is kept
+        assert any(h["path"] == str(fake_gpu.hook) for h in spec["hooks"]["createContainer"])
+    finally:
+        gpuslice_runtime.delete(cid, force=True)
+
+
+@pytest.mark.gpuslice
+def test_gpuslice_hook_state_dir(gpuslice_runtime, bundle, fake_gpu, gpuslice_state_dir, cid):
+    """gpuslice-hook's createRuntime makes <state-dir>/containers/<id>/ (root,
+    0700), its poststop removes it; state-dir comes from the same config."""
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.shell("sleep 30")
+    bundle.write()
+    gpuslice_runtime.create(bundle, cid)
+    cdir = gpuslice_state_dir / "containers" / cid
+    try:
+        st = cdir.stat()
+        assert (st.st_mode & 0o7777, st.st_uid) == (0o700, 0)
+        gpuslice_runtime.start(cid)
+        assert cdir.is_dir()
+    finally:
+        gpuslice_runtime.delete(cid, force=True)
+    assert not cdir.exists()
+    assert gpuslice_runtime.list_ids() == []
+
+
+@pytest.mark.gpuslice
 def test_gpuslice_unknown_device_fails_cleanly(gpuslice_runtime, bundle, fake_gpu, cid):
     bundle.annotate(ANNOTATION, "nvidia.com/gpu=7")
     before = bundle.write()

@@ -230,6 +230,6 @@ def containerd_fake_gpu(request, containerd, session_tmp) -> ocitest.FakeGpu:
     config (runc as the low-level runtime)."""
     gpu = ocitest.FakeGpu(session_tmp / "containerd-fake-gpu")
     write_gpuslice_config(containerd.gpuslice_config, [gpu.spec_dir], tool("runc"),
-                          request.config.getoption("--gpuslice-hook"), session_tmp / "containerd-gpuslice-state",
+                          gpuslice_hook_path(request.config), session_tmp / "containerd-gpuslice-state",
                           session_tmp / "containerd-gpuslice-log")
     return gpu

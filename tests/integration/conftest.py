@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path

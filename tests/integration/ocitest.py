@@ -10,10 +10,8 @@ import json
 import os
 import select
 import shutil
-import signal
 import stat
 import subprocess
-import time
 from pathlib import Path
 
 BUSYBOX = "/bin/busybox"
@@ -139,7 +137,7 @@ def wait_pid(pid: int, timeout: float) -> int:
 # a runc-compatible command line
 
 
-class RuntimeError_(Exception):
+class CommandFailed(Exception):
     def __init__(self, argv, rc, stderr):
         super().__init__(f"{' '.join(map(str, argv))} exited {rc}: {stderr.strip()}")
         self.argv, self.rc, self.stderr = argv, rc, stderr
@@ -168,7 +166,7 @@ class Runtime:
         p = subprocess.run(argv, env=self.env, timeout=timeout, stdin=subprocess.DEVNULL,
                            capture_output=cap, stdout=stdout, stderr=stderr, text=True)
         if check and p.returncode != 0:
-            raise RuntimeError_(argv, p.returncode, p.stderr or "")
+            raise CommandFailed(argv, p.returncode, p.stderr or "")
         return p
 
     # The lifecycle. `create` leaves the container's stdio on files: with a
@@ -184,7 +182,7 @@ class Runtime:
             e.seek(0)
             p.stderr = e.read()
         if check and p.returncode != 0:
-            raise RuntimeError_(argv, p.returncode, p.stderr)
+            raise CommandFailed(argv, p.returncode, p.stderr)
         return p
 
     def start(self, cid: str) -> None:

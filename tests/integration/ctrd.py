@@ -1,0 +1,236 @@
+"""A private containerd 1.6 for tests and a busybox image written locally as an
+OCI image layout (no network). Everything lives under one directory: root,
+state, sockets, config, runc's state, the FIFOs of ctr's stdio.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import platform
+import signal
+import socket
+import subprocess
+import tarfile
+import time
+from pathlib import Path
+
+NAMESPACE = "gpuslice-test"
+IMAGE = "localhost/gpuslice-test/busybox:latest"
+
+# Plugins that cannot run here or are not needed: the CRI plugin (the tests
+# drive containerd through ctr), snapshotters other than overlayfs/native,
+# the /opt plugin (it would create /opt/containerd), tracing.
+DISABLED_PLUGINS = [
+    "io.containerd.grpc.v1.cri",
+    "io.containerd.snapshotter.v1.aufs",
+    "io.containerd.snapshotter.v1.btrfs",
+    "io.containerd.snapshotter.v1.zfs",
+    "io.containerd.snapshotter.v1.devmapper",
+    "io.containerd.internal.v1.opt",
+    "io.containerd.tracing.processor.v1.otlp",
+    "io.containerd.internal.v1.tracing",
+]
+
+
+def _goarch() -> str:
+    m = platform.machine()
+    return {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le", "s390x": "s390x"}.get(m, m)
+
+
+# --------------------------------------------------------------------------
+# OCI image layout
+
+
+def _blob(blobs: dict[str, bytes], data: bytes, media_type: str) -> dict:
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    blobs[digest] = data
+    return {"mediaType": media_type, "digest": digest, "size": len(data)}
+
+
+def _layer_tar(rootfs: Path) -> bytes:
+    """An uncompressed layer of `rootfs`, sorted, owned by root, mtime 0."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for dirpath, dirnames, filenames in os.walk(rootfs):
+            dirnames.sort()
+            rel_dir = os.path.relpath(dirpath, rootfs)
+            for name in sorted(dirnames + filenames):
+                full = os.path.join(dirpath, name)
+                arc = os.path.normpath(os.path.join(rel_dir, name))
+                ti = tar.gettarinfo(full, arcname=arc)
+                ti.uid = ti.gid = 0
+                ti.uname = ti.gname = "root"
+                ti.mtime = 0
+                if ti.isfile():
+                    with open(full, "rb") as f:
+                        tar.addfile(ti, f)
+                else:
+                    tar.addfile(ti)
+    return buf.getvalue()
+
+
+def write_oci_archive(rootfs: Path, dest: Path, name: str = IMAGE) -> Path:
+    """An OCI image layout (oci-layout, index.json, blobs/sha256/...) of a
+    one-layer image of `rootfs`, as a tar stream `ctr images import` reads."""
+    blobs: dict[str, bytes] = {}
+    layer = _layer_tar(rootfs)
+    layer_desc = _blob(blobs, layer, "application/vnd.oci.image.layer.v1.tar")
+    config = {
+        "architecture": _goarch(),
+        "os": "linux",
+        "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
+                   "Cmd": ["sh"], "WorkingDir": "/"},
+        "rootfs": {"type": "layers", "diff_ids": [layer_desc["digest"]]},
+        "history": [{"created_by": "gpuslice tests: busybox-static rootfs"}],
+    }
+    config_desc = _blob(blobs, json.dumps(config, sort_keys=True).encode(), "application/vnd.oci.image.config.v1+json")
+    manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "config": config_desc, "layers": [layer_desc]}
+    manifest_desc = _blob(blobs, json.dumps(manifest, sort_keys=True).encode(), "application/vnd.oci.image.manifest.v1+json")
+    manifest_desc["platform"] = {"architecture": _goarch(), "os": "linux"}
+    manifest_desc["annotations"] = {"io.containerd.image.name": name,
+                                    "org.opencontainers.image.ref.name": name.rsplit(":", 1)[1]}
+    index = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": [manifest_desc]}
+
+    def add(tar: tarfile.TarFile, arc: str, data: bytes) -> None:
+        ti = tarfile.TarInfo(arc)
+        ti.size, ti.mode, ti.mtime = len(data), 0o644, 0
+        tar.addfile(ti, io.BytesIO(data))
+
+    with tarfile.open(dest, "w") as tar:
+        add(tar, "oci-layout", json.dumps({"imageLayoutVersion": "1.0.0"}).encode())
+        add(tar, "index.json", json.dumps(index).encode())
+        for digest, data in blobs.items():
+            add(tar, "blobs/sha256/" + digest.split(":", 1)[1], data)
+    return dest
+
+
+# --------------------------------------------------------------------------
+# containerd
+
+
+class Containerd:
+    def __init__(self, base: Path, containerd: str, ctr: str, env: dict | None = None):
+        self.base = base
+        self.bin = containerd
+        self.ctr_bin = ctr
+        self.socket = base / "containerd.sock"
+        self.config = base / "config.toml"
+        self.runc_root = base / "runc"
+        self.fifo_dir = base / "fifo"
+        self.log = base / "containerd.log"
+        self.env = dict(os.environ if env is None else env)
+        self.proc: subprocess.Popen | None = None
+
+    def write_config(self) -> None:
+        self.base.mkdir(parents=True, exist_ok=True)
+        q = json.dumps  # a TOML basic string is a JSON string for these paths
+        self.config.write_text("\n".join([
+            "version = 2",
+            f"root = {q(str(self.base / 'root'))}",
+            f"state = {q(str(self.base / 'state'))}",
+            f"disabled_plugins = {json.dumps(DISABLED_PLUGINS)}",
+            "",
+            "[grpc]",
+            f"  address = {q(str(self.socket))}",
+            "[ttrpc]",
+            f"  address = {q(str(self.socket) + '.ttrpc')}",
+            "[debug]",
+            f"  address = {q(str(self.base / 'debug.sock'))}",
+            '  level = "info"',
+            "[metrics]",
+            '  address = ""',
+            "",
+        ]))
+
+    def start(self, timeout: float = 30) -> None:
+        self.write_config()
+        for d in (self.runc_root, self.fifo_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        logf = open(self.log, "ab")
+        self.proc = subprocess.Popen([self.bin, "--config", str(self.config)], stdin=subprocess.DEVNULL,
+                                     stdout=logf, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
+        logf.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"containerd exited {self.proc.returncode}: {self.log_tail()}")
+            if self.socket.exists():
+                try:
+                    with socket.socket(socket.AF_UNIX) as s:
+                        s.connect(str(self.socket))
+                    if self.ctr("version", check=False).returncode == 0:
+                        return
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        raise RuntimeError(f"containerd socket {self.socket} not ready after {timeout}s: {self.log_tail()}")
+
+    def log_tail(self, n: int = 4000) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+    def ctr(self, *args: str, check: bool = True, timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
+        argv = [self.ctr_bin, "--address", str(self.socket), "--namespace", NAMESPACE, *args]
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                           env=env or self.env)
+        if check and p.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)} exited {p.returncode}: {p.stderr.strip()}\n"
+                               f"containerd log:\n{self.log_tail(2000)}")
+        return p
+
+    def import_busybox(self, rootfs: Path) -> str:
+        archive = write_oci_archive(rootfs, self.base / "busybox-oci.tar")
+        self.ctr("images", "import", str(archive))
+        names = self.ctr("images", "list", "--quiet").stdout.split()
+        if IMAGE not in names:
+            raise RuntimeError(f"{IMAGE} not imported; images: {names}")
+        return IMAGE
+
+    def run(self, cid: str, args: list[str], runc_binary: str | None = None, annotations: dict | None = None,
+            extra: list[str] = (), check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
+        """`ctr run --rm` of the busybox image with the runc v2 shim, runc's
+        state in our dir; `runc_binary` replaces runc (a runc-compatible
+        wrapper such as gpuslice-runtime)."""
+        opts = ["run", "--rm", "--runtime", "io.containerd.runc.v2", "--runc-root", str(self.runc_root),
+                "--fifo-dir", str(self.fifo_dir)]
+        if runc_binary:
+            opts += ["--runc-binary", runc_binary]
+        for k, v in (annotations or {}).items():
+            opts += ["--annotation", f"{k}={v}"]
+        return self.ctr(*opts, *extra, IMAGE, cid, *args, check=check, timeout=timeout)
+
+    def cleanup_containers(self) -> None:
+        for line in self.ctr("tasks", "list", "--quiet", check=False).stdout.split():
+            self.ctr("tasks", "kill", "--signal", "SIGKILL", line, check=False)
+            for _ in range(100):
+                if self.ctr("tasks", "delete", line, check=False).returncode == 0:
+                    break
+                time.sleep(0.05)
+        for line in self.ctr("containers", "list", "--quiet", check=False).stdout.split():
+            self.ctr("containers", "delete", line, check=False)
+
+    def stop(self) -> None:
+        if not self.proc:
+            return
+        if self.proc.poll() is None:
+            try:
+                self.cleanup_containers()
+            finally:
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    self.proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+        # overlay snapshots are unmounted with their tasks; anything still
+        # mounted under our dir is ours
+        mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()
+                  if line.split()[1].startswith(str(self.base) + "/")]
+        for m in sorted(mounts, key=len, reverse=True):
+            subprocess.run(["umount", "-l", m], capture_output=True)
+        self.proc = None

@@ -1,0 +1,271 @@
+"""runc and crun, plain and behind gpuslice-runtime.
+
+The plain-runtime tests validate the harness and every assertion (the fake
+GPU's CDI edits are applied by hand, as CDI says they must be applied); the
+`gpuslice` tests then run the same assertions through the wrapper, which is
+called exactly like runc and finds its CDI spec dirs and low-level runtime
+in the file GPUSLICE_CONFIG names.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+
+import pytest
+
+import ocitest
+
+ENXIO = os.strerror(6)   # "No such device or address": the node reached the (absent) driver
+EPERM = os.strerror(1)   # "Operation not permitted": the device cgroup said no
+EROFS = os.strerror(30)  # "Read-only file system"
+
+
+def run_probe(rt: ocitest.Runtime, bundle: ocitest.Bundle, cid: str) -> dict[str, str]:
+    bundle.args = ["sh", "/probe.sh"]
+    rc, out, err = rt.run_container(bundle, cid)
+    assert rc == 0, f"probe exited {rc}: {out}{err}"
+    facts = ocitest.parse_probe(out)
+    assert facts.get("done") == "1", out
+    return facts
+
+
+def assert_fake_gpu_injected(facts: dict[str, str], gpu: ocitest.FakeGpu, cid: str, devices=("0",)):
+    """Everything the fake GPU's CDI spec asks for, seen from inside `cid`."""
+    mode = f"{gpu.NODE_MODE:o}"
+    expected = {"/dev/nvidiactl": 255, **{f"/dev/nvidia{d}": int(d) for d in devices}}
+    for path, minor in expected.items():
+        # type, major and minor (hex, as stat prints them), mode, uid, gid
+        assert facts[f"node:{path}"] == f"character special file c3 {minor:x} {mode} 0 0", facts
+        # the device cgroup lets it through: the open reaches the (absent) driver
+        assert ENXIO in facts[f"open:{path}"], facts
+        assert EPERM not in facts[f"open:{path}"], facts
+    for d in ("0", "1"):
+        if d not in devices:
+            assert facts[f"node:/dev/nvidia{d}"] == "absent", facts
+            assert facts[f"env:GPUSLICE_FAKE_GPU{d}"] == "unset", facts
+        else:
+            assert facts[f"env:GPUSLICE_FAKE_GPU{d}"] == "present", facts
+    assert facts["env:GPUSLICE_FAKE_DRIVER"] == "1", facts
+    assert facts["mount:content"] == gpu.MOUNT_CONTENT, facts
+    assert "ro" in facts["mount:opts"].split(","), facts
+    assert EROFS in facts["mount:write"], facts
+    assert not (gpu.host_dir / "written").exists()
+    # the createContainer hook ran on the host, with the state of this
+    # container on stdin and exactly the env the spec gave it
+    state = json.loads((gpu.markers / f"{cid}.state.json").read_text())
+    assert state["id"] == cid
+    env = (gpu.markers / f"{cid}.env").read_text().split("\n")
+    assert "GPUSLICE_FAKE_HOOK=1" in env
+    assert not any(e.startswith(("GPUSLICE_FAKE_GPU", "GPUSLICE_FAKE_DRIVER", "TERM=")) for e in env), env
+
+
+# --------------------------------------------------------------------------
+# plain runc / crun: the harness and the assertions
+
+
+def test_lifecycle(plain_runtime, bundle, cid):
+    bundle.shell("echo hello from $(hostname); exit 3")
+    bundle.write()
+    plain_runtime.create(bundle, cid)
+    assert plain_runtime.state(cid)["status"] == "created"
+    assert plain_runtime.list_ids() == [cid]
+    pid = int((bundle.path / f"{cid}.pid").read_text())
+    plain_runtime.start(cid)
+    assert ocitest.wait_pid(pid, 30) == 3
+    assert plain_runtime.state(cid)["status"] == "stopped"
+    plain_runtime.delete(cid)
+    assert plain_runtime.list_ids() == []
+    assert (bundle.path / f"{cid}.out").read_text() == "hello from gpuslice-test\n"
+
+
+def test_fake_gpu_applied_by_hand(plain_runtime, bundle, fake_gpu, cid):
+    fake_gpu.apply_by_hand(bundle.spec, devices=("0",))
+    facts = run_probe(plain_runtime, bundle, cid)
+    assert_fake_gpu_injected(facts, fake_gpu, cid, devices=("0",))
+
+
+def test_device_cgroup_denies_without_allow_rule(plain_runtime, bundle, fake_gpu, cid):
+    """Proves the ENXIO assertion means something: without the allow rule
+    the same nodes give EPERM."""
+    fake_gpu.apply_by_hand(bundle.spec, devices=("0",))
+    res = bundle.spec["linux"]["resources"]
+    res["devices"] = [r for r in res["devices"] if r.get("major") != ocitest.NVIDIA_MAJOR]
+    facts = run_probe(plain_runtime, bundle, cid)
+    assert facts["node:/dev/nvidia0"].startswith("character special file c3 0 ")
+    assert EPERM in facts["open:/dev/nvidia0"], facts
+
+
+def test_without_request_no_gpu(plain_runtime, bundle, fake_gpu, cid):
+    facts = run_probe(plain_runtime, bundle, cid)
+    assert facts["node:/dev/nvidia0"] == "absent"
+    assert facts["node:/dev/nvidiactl"] == "absent"
+    assert facts["env:GPUSLICE_FAKE_DRIVER"] == "unset"
+    assert not (fake_gpu.markers / f"{cid}.state.json").exists()
+
+
+def run_many(rt: ocitest.Runtime, make_bundle, ids: list[str], annotate=None) -> list[tuple[int, str, str]]:
+    bundles = []
+    for i in ids:
+        b = make_bundle(i)
+        b.shell(f"echo {i}")
+        if annotate:
+            annotate(b)
+        bundles.append(b)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(ids)) as ex:
+        return list(ex.map(lambda a: rt.run_container(*a), zip(bundles, ids)))
+
+
+def test_concurrent_20_plain(plain_runtime, make_bundle, cid):
+    ids = [f"{cid}-{n}" for n in range(20)]
+    results = run_many(plain_runtime, make_bundle, ids)
+    assert [(rc, out) for rc, out, _ in results] == [(0, f"{i}\n") for i in ids]
+    assert plain_runtime.list_ids() == []
+
+
+# --------------------------------------------------------------------------
+# gpuslice-runtime in front of runc / crun
+
+ANNOTATION = "cdi.k8s.io/gpuslice-test"
+
+
+@pytest.mark.gpuslice
+def test_gpuslice_lifecycle_without_request(gpuslice_runtime, bundle, fake_gpu, cid):
+    """No request: plain exec of the low-level runtime, config.json not rewritten."""
+    bundle.shell("echo plain; exit 4")
+    before = bundle.write()
+    mtime = bundle.config_path.stat().st_mtime_ns
+    gpuslice_runtime.create(bundle, cid)
+    assert bundle.config_path.read_bytes() == before
+    assert bundle.config_path.stat().st_mtime_ns == mtime
+    pid = int((bundle.path / f"{cid}.pid").read_text())
+    gpuslice_runtime.start(cid)
+    assert ocitest.wait_pid(pid, 30) == 4
+    assert gpuslice_runtime.state(cid)["status"] == "stopped"
+    gpuslice_runtime.delete(cid)
+    assert gpuslice_runtime.list_ids() == []
+    assert (bundle.path / f"{cid}.out").read_text() == "plain\n"
+    assert not (fake_gpu.markers / f"{cid}.state.json").exists()
+
+
+@pytest.mark.gpuslice
+def test_gpuslice_injects_fake_gpu(gpuslice_runtime, bundle, fake_gpu, cid):
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    facts = run_probe(gpuslice_runtime, bundle, cid)
+    assert_fake_gpu_injected(facts, fake_gpu, cid, devices=("0",))
+    assert gpuslice_runtime.list_ids() == []
+
+
+@pytest.mark.gpuslice
+def test_gpuslice_injects_two_devices(gpuslice_runtime, bundle, fake_gpu, cid):
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0", "1"))
+    facts = run_probe(gpuslice_runtime, bundle, cid)
+    assert_fake_gpu_injected(facts, fake_gpu, cid, devices=("0", "1"))
+
+
+@pytest.mark.gpuslice
+def test_gpuslice_rewrites_config(request, gpuslice_runtime, bundle, fake_gpu, gpuslice_config, cid):
+    """With a request: config.json rewritten in place (same mode, no temp
+    file left), the CDI edits in it, gpuslice-hook added as createRuntime and
+    poststop hook with an explicit env that owes nothing to the container's."""
+    from conftest import gpuslice_hook_path
+    hook = gpuslice_hook_path(request.config)
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.spec["process"]["env"] += ["LD_PRELOAD=/tmp/from-the-image.so", "GPUSLICE_LEAK_CANARY=1"]
+    bundle.write()
+    bundle.config_path.chmod(0o640)
+    gpuslice_runtime.create(bundle, cid)
+    try:
+        assert bundle.config_path.stat().st_mode & 0o7777 == 0o640
+        assert sorted(p.name for p in bundle.path.iterdir()) == sorted(
+            ["config.json", f"{cid}.out", f"{cid}.err", f"{cid}.pid"])
+        spec = bundle.read()
+        assert {d["path"] for d in spec["linux"]["devices"]} >= {"/dev/nvidia0", "/dev/nvidiactl"}
+        assert "GPUSLICE_FAKE_GPU0=present" in spec["process"]["env"]
+        for stage in ("createRuntime", "poststop"):
+            entries = [h for h in spec.get("hooks", {}).get(stage, []) if h["path"] == hook]
+            assert len(entries) == 1, spec.get("hooks")
+            env = entries[0].get("env")
+            assert env is not None, f"{stage} gpuslice-hook without an explicit env"
+            assert not any(e.startswith(("LD_PRELOAD=", "GPUSLICE_LEAK_CANARY=", "GPUSLICE_FAKE_")) for e in env), env
+        # the CDI spec's own hook is kept
+        assert any(h["path"] == str(fake_gpu.hook) for h in spec["hooks"]["createContainer"])
+    finally:
+        gpuslice_runtime.delete(cid, force=True)
+
+
+@pytest.mark.gpuslice
+def test_gpuslice_hook_state_dir(gpuslice_runtime, bundle, fake_gpu, gpuslice_state_dir, cid):
+    """gpuslice-hook's createRuntime makes <state-dir>/containers/<id>/ (root,
+    0700), its poststop removes it; state-dir comes from the same config."""
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.shell("sleep 30")
+    bundle.write()
+    gpuslice_runtime.create(bundle, cid)
+    cdir = gpuslice_state_dir / "containers" / cid
+    try:
+        st = cdir.stat()
+        assert (st.st_mode & 0o7777, st.st_uid) == (0o700, 0)
+        gpuslice_runtime.start(cid)
+        assert cdir.is_dir()
+    finally:
+        gpuslice_runtime.delete(cid, force=True)
+    assert not cdir.exists()
+    assert gpuslice_runtime.list_ids() == []
+
+
+@pytest.mark.gpuslice
+def test_gpuslice_unknown_device_fails_cleanly(gpuslice_runtime, bundle, fake_gpu, cid):
+    bundle.annotate(ANNOTATION, "nvidia.com/gpu=7")
+    before = bundle.write()
+    p = gpuslice_runtime.create(bundle, cid, check=False)
+    assert p.returncode != 0
+    assert "nvidia.com/gpu=7" in p.stderr, p.stderr
+    assert len([line for line in p.stderr.splitlines() if line.strip()]) >= 1
+    assert gpuslice_runtime.list_ids() == []
+    assert not (gpuslice_runtime.root / cid).exists()
+    assert bundle.config_path.read_bytes() == before
+    # no temp file left in the bundle by an aborted atomic write
+    assert sorted(p.name for p in bundle.path.iterdir()) == sorted(["config.json", f"{cid}.out", f"{cid}.err"])
+    assert not (fake_gpu.markers / f"{cid}.state.json").exists()
+
+
+@pytest.mark.gpuslice
+def test_gpuslice_unknown_device_error_in_json_log(gpuslice_runtime, bundle, test_tmp, cid):
+    """containerd's shim reads a failed create's error from the --log file
+    (runc's JSON lines), not from stderr: the wrapper must write it there."""
+    log = test_tmp / "runtime.log"
+    rt = ocitest.Runtime(gpuslice_runtime.name, [*gpuslice_runtime.argv, "--log", str(log), "--log-format", "json"],
+                         gpuslice_runtime.root, env=gpuslice_runtime.env, lowlevel=gpuslice_runtime.lowlevel)
+    bundle.annotate(ANNOTATION, "nvidia.com/gpu=7")
+    bundle.write()
+    p = rt.create(bundle, cid, check=False)
+    assert p.returncode != 0
+    entries = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    errors = [e for e in entries if e.get("level") == "error"]
+    assert errors and "nvidia.com/gpu=7" in errors[-1]["msg"], entries
+    assert "time" in errors[-1]
+    assert rt.list_ids() == []
+
+
+@pytest.mark.gpuslice
+def test_gpuslice_passes_global_flags(gpuslice_runtime, bundle, test_tmp, cid):
+    """--log / --log-format before the verb reach the low-level runtime."""
+    log = test_tmp / "runtime.log"
+    rt = ocitest.Runtime(gpuslice_runtime.name, [*gpuslice_runtime.argv, "--log", str(log), "--log-format", "json"],
+                         gpuslice_runtime.root, env=gpuslice_runtime.env, lowlevel=gpuslice_runtime.lowlevel)
+    bundle.shell("echo flags")
+    rc, out, _ = rt.run_container(bundle, cid)
+    assert (rc, out) == (0, "flags\n")
+    assert log.exists()
+
+
+@pytest.mark.gpuslice
+def test_gpuslice_concurrent_20(gpuslice_runtime, make_bundle, fake_gpu, cid):
+    ids = [f"{cid}-{n}" for n in range(20)]
+    results = run_many(gpuslice_runtime, make_bundle, ids,
+                       annotate=lambda b: b.annotate(ANNOTATION, fake_gpu.qualified("0")))
+    assert [(rc, out) for rc, out, _ in results] == [(0, f"{i}\n") for i in ids]
+    assert gpuslice_runtime.list_ids() == []
+    for i in ids:
+        assert (fake_gpu.markers / f"{i}.state.json").exists(), i

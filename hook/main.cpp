@@ -1,0 +1,79 @@
+// gpuslice-hook STAGE: the OCI hook runc runs for GPU containers, with the
+// container state on stdin. createRuntime (prestart under podman / CRI-O)
+// sets up the container's state dir, poststop removes it. It runs as root on
+// the host with the environment gpuslice-runtime gave it, never the
+// container's.
+#include "gpuslice/common/config.hpp"
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/common/log.hpp"
+#include "gpuslice/hook/state.hpp"
+#include "gpuslice/hook/state_dir.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+using namespace gpuslice;
+
+namespace {
+
+const char *kUsage = "usage: gpuslice-hook createRuntime|prestart|createContainer|poststop < container-state.json\n"
+                     "  the OCI hook gpuslice-runtime adds to GPU containers; reads the OCI container state on stdin\n"
+                     "  createRuntime, prestart: create <state-dir>/containers/<id>/ (0700)\n"
+                     "  poststop: remove it\n"
+                     "  config: $GPUSLICE_CONFIG or /etc/gpuslice/config.toml ([runtime] state-dir)\n";
+
+std::string read_stdin() {
+  std::string out;
+  char buf[16384];
+  for (;;) {
+    ssize_t n = ::read(0, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      throw system_error("cannot read the container state from stdin");
+    }
+    if (n == 0)
+      break;
+    out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() > (1 << 20))
+      throw Error("container state on stdin is larger than 1 MiB");
+  }
+  return out;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc != 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    std::fputs(kUsage, argc == 2 ? stdout : stderr);
+    return argc == 2 ? 0 : 2;
+  }
+  const std::string stage = argv[1];
+  if (stage != "createRuntime" && stage != "prestart" && stage != "createContainer" && stage != "poststop") {
+    std::fprintf(stderr, "gpuslice-hook: unknown stage \"%s\"\n%s", stage.c_str(), kUsage);
+    return 2;
+  }
+  try {
+    const Config config = load_config(config_path());
+    log::setup("gpuslice-hook", config.log);
+    const auto state = hook::parse_state(read_stdin());
+    if (stage == "poststop") {
+      hook::remove_container_dir(config.state_dir, state.id);
+      spdlog::info("container {}: state removed", state.id);
+    } else {
+      const std::string dir = hook::create_container_dir(config.state_dir, state.id);
+      spdlog::info("container {} ({}): state dir {}", state.id, stage, dir);
+    }
+    spdlog::shutdown();
+    return 0;
+  } catch (const Error &e) {
+    std::fprintf(stderr, "gpuslice-hook %s: %s\n", stage.c_str(), e.what());
+    spdlog::error("{}: {}", stage, e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,29 @@
+// What `gpuslice-runtime create` does to a bundle before runc sees it: find
+// the container's GPU requests, apply their CDI edits, add gpuslice-hook, and
+// replace config.json atomically. A container that asks for nothing is not
+// touched at all (not even rewritten), so it pays only for reading its spec.
+#pragma once
+
+#include "gpuslice/cdi/apply.hpp"
+#include "gpuslice/common/config.hpp"
+
+#include <string>
+#include <vector>
+
+namespace gpuslice::shim {
+
+struct BundleEdit {
+  bool written = false;
+  std::vector<std::string> devices; // what was injected
+};
+
+// Throws Error naming the device, spec or file; config.json is then untouched.
+BundleEdit prepare_bundle(const std::string &bundle_dir, const Config &config, const std::string &config_file);
+
+// Adds gpuslice-hook for createRuntime and poststop with an explicit minimal
+// environment: never the container's, whatever the runtime and stage would
+// otherwise pass (an image's LD_PRELOAD reaching a host hook is how
+// CVE-2025-23266 happened). `config_file` is passed on when not the default.
+void add_gpuslice_hooks(cdi::OciSpec &oci, const Config &config, const std::string &config_file);
+
+} // namespace gpuslice::shim

@@ -1,0 +1,27 @@
+// The runc-compatible command line gpuslice-runtime receives from
+// containerd-shim-runc-v2 (or a person): global flags, a verb, the verb's own
+// flags. Only what `create` and `run` need is interpreted; the argument vector
+// itself is always passed on to the low-level runtime unchanged.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gpuslice::shim {
+
+struct CommandLine {
+  std::vector<std::string> args; // argv[1..], untouched
+  std::string verb;              // "" when none was found (e.g. --version)
+  std::string bundle;            // create/run: --bundle/-b, else ""
+  std::string container_id;      // create/run: the positional argument
+  std::string log_path;          // global --log
+  std::string log_format;        // global --log-format (text or json)
+
+  // Only create and run edit the bundle; every other verb is a plain exec.
+  bool edits_bundle() const { return verb == "create" || verb == "run"; }
+};
+
+// Never throws: an argument vector it does not understand is still passed on.
+CommandLine parse_command_line(int argc, const char *const *argv);
+
+} // namespace gpuslice::shim

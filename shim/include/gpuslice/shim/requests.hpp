@@ -1,0 +1,33 @@
+// Which CDI devices a container asks for, read from its OCI spec:
+//  - annotations whose key starts with a configured prefix (cdi.k8s.io/ by
+//    default): how a DRA claim's or a device plugin's devices arrive;
+//  - linux.devices entries whose path is a qualified CDI name (removed from
+//    the spec, since they are not device nodes);
+//  - NVIDIA_VISIBLE_DEVICES / GPUSLICE_VISIBLE_DEVICES, only when the config
+//    accepts env requests: any pod author can set env, so on a shared node
+//    this lets a pod reach every GPU a spec describes. Off by default.
+#pragma once
+
+#include "gpuslice/cdi/apply.hpp"
+#include "gpuslice/common/config.hpp"
+
+#include <string>
+#include <vector>
+
+namespace gpuslice::shim {
+
+struct Requests {
+  std::vector<std::string> devices; // qualified names, request order, no duplicates
+  bool removed_linux_devices = false; // the spec was changed (qualified names dropped)
+  bool empty() const { return devices.empty(); }
+};
+
+// Throws Error naming the annotation, device entry or variable that is not a
+// valid request.
+Requests collect_requests(cdi::OciSpec &oci, const Config &config);
+
+// "0,1" / "GPU-uuid" / "all" / "vendor/class=name" from a *_VISIBLE_DEVICES
+// value; "", "none" and "void" ask for nothing.
+std::vector<std::string> devices_from_env_value(const std::string &value, const std::string &default_kind);
+
+} // namespace gpuslice::shim

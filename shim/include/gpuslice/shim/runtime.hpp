@@ -1,0 +1,25 @@
+// Finding and running the low-level OCI runtime (runc, crun).
+#pragma once
+
+#include "gpuslice/common/config.hpp"
+
+#include <string>
+#include <vector>
+
+namespace gpuslice::shim {
+
+// The first of config.runtimes that is executable: an absolute path as is, a
+// name searched in $PATH (a standard PATH when unset). Never gpuslice-runtime
+// itself, whatever it is installed as. Throws Error listing what was tried.
+std::string find_runtime(const Config &config);
+
+// Replaces the process with `runtime args...`; returns only on failure
+// (throws Error).
+[[noreturn]] void exec_runtime(const std::string &runtime, const std::vector<std::string> &args);
+
+// A failed create must be visible to containerd, whose shim reads only the
+// runtime's --log file: one line in the format runc itself writes there
+// (JSON {"level","msg","time"} for --log-format json, logfmt otherwise).
+void write_runtime_log(const std::string &log_path, const std::string &log_format, const std::string &message);
+
+} // namespace gpuslice::shim

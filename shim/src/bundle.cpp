@@ -1,0 +1,72 @@
+#include "gpuslice/shim/bundle.hpp"
+
+#include "gpuslice/cdi/registry.hpp"
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fs.hpp"
+#include "gpuslice/shim/requests.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace gpuslice::shim {
+
+namespace {
+constexpr const char *kHookPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+} // namespace
+
+void add_gpuslice_hooks(cdi::OciSpec &oci, const Config &config, const std::string &config_file) {
+  cdi::OciSpec env = cdi::OciSpec::array({kHookPath});
+  if (config_file != kDefaultConfigPath)
+    env.push_back("GPUSLICE_CONFIG=" + config_file);
+  auto &hooks = oci["hooks"];
+  if (!hooks.is_object())
+    hooks = cdi::OciSpec::object();
+  for (const char *stage : {"createRuntime", "poststop"}) {
+    cdi::OciSpec hook = {{"path", config.hook_path}, {"args", {"gpuslice-hook", stage}}, {"env", env}, {"timeout", 30}};
+    auto &list = hooks[stage];
+    if (!list.is_array())
+      list = cdi::OciSpec::array();
+    bool present = false;
+    for (const auto &h : list)
+      present = present || (h.is_object() && h.value("path", std::string()) == config.hook_path &&
+                            h.contains("args") && h["args"] == hook["args"]);
+    if (!present)
+      list.push_back(std::move(hook));
+  }
+}
+
+BundleEdit prepare_bundle(const std::string &bundle_dir, const Config &config, const std::string &config_file) {
+  const std::string path = (bundle_dir.empty() ? std::string(".") : bundle_dir) + "/config.json";
+  cdi::OciSpec oci;
+  with_context("OCI spec " + quote(path), [&] {
+    const std::string text = fs::read_file(path);
+    oci = cdi::OciSpec::parse(text, nullptr, false);
+    if (oci.is_discarded() || !oci.is_object())
+      throw Error("not a JSON object");
+  });
+
+  Requests requests = collect_requests(oci, config);
+  BundleEdit edit;
+  if (requests.empty() && !requests.removed_linux_devices)
+    return edit;
+
+  if (!requests.empty()) {
+    cdi::Registry registry(config.spec_dirs, cdi::ChangeDetection::stamps);
+    registry.reload();
+    for (const auto &e : registry.errors())
+      spdlog::warn("CDI spec {}: {}", e.path, e.message);
+    cdi::inject_devices(registry, oci, requests.devices);
+    add_gpuslice_hooks(oci, config, config_file);
+  }
+  std::string text;
+  try {
+    text = oci.dump();
+  } catch (const nlohmann::json::exception &e) {
+    throw Error(std::string("cannot serialise the edited OCI spec: ") + e.what());
+  }
+  with_context("OCI spec " + quote(path), [&] { fs::write_file_atomic(path, text); });
+  edit.written = true;
+  edit.devices = std::move(requests.devices);
+  return edit;
+}
+
+} // namespace gpuslice::shim

@@ -1,0 +1,103 @@
+#include "gpuslice/shim/requests.hpp"
+
+#include "gpuslice/cdi/annotations.hpp"
+#include "gpuslice/cdi/names.hpp"
+#include "gpuslice/common/error.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace gpuslice::shim {
+
+namespace {
+
+constexpr std::string_view kEnvRequestVars[] = {"GPUSLICE_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"};
+
+void add(Requests &r, std::set<std::string> &seen, const std::string &device) {
+  if (seen.insert(device).second)
+    r.devices.push_back(device);
+}
+
+} // namespace
+
+std::vector<std::string> devices_from_env_value(const std::string &value, const std::string &default_kind) {
+  std::vector<std::string> out;
+  if (value.empty() || value == "none" || value == "void")
+    return out;
+  std::size_t i = 0;
+  while (i <= value.size()) {
+    std::size_t j = value.find(',', i);
+    if (j == std::string::npos)
+      j = value.size();
+    std::string item = value.substr(i, j - i);
+    i = j + 1;
+    if (item.empty())
+      continue;
+    std::string device = cdi::is_qualified_name(item) ? item : default_kind + "=" + item;
+    with_context("visible devices " + quote(value), [&] { cdi::parse_qualified_name(device); });
+    out.push_back(std::move(device));
+  }
+  return out;
+}
+
+Requests collect_requests(cdi::OciSpec &oci, const Config &config) {
+  Requests r;
+  std::set<std::string> seen;
+  if (!oci.is_object())
+    throw Error("OCI spec is not a JSON object");
+
+  if (auto it = oci.find("annotations"); it != oci.end() && it->is_object()) {
+    cdi::Annotations annotations;
+    for (auto a = it->begin(); a != it->end(); ++a)
+      if (a->is_string())
+        annotations[a.key()] = a->get<std::string>();
+    for (auto &d : cdi::parse_annotations(annotations, config.annotation_prefixes))
+      add(r, seen, d);
+  }
+
+  if (auto lx = oci.find("linux"); lx != oci.end() && lx->is_object()) {
+    if (auto devs = lx->find("devices"); devs != lx->end() && devs->is_array()) {
+      auto &list = *devs;
+      for (auto d = list.begin(); d != list.end();) {
+        const auto path = d->is_object() ? d->value("path", std::string()) : std::string();
+        if (!path.empty() && path[0] != '/' && cdi::is_qualified_name(path)) {
+          with_context("linux.devices entry " + quote(path), [&] { cdi::parse_qualified_name(path); });
+          add(r, seen, path);
+          d = list.erase(d);
+          r.removed_linux_devices = true;
+        } else {
+          ++d;
+        }
+      }
+    }
+  }
+
+  if (config.accept_env_requests) {
+    if (auto p = oci.find("process"); p != oci.end() && p->is_object()) {
+      if (auto env = p->find("env"); env != p->end() && env->is_array()) {
+        for (std::string_view var : kEnvRequestVars) {
+          // The last occurrence is what the process sees.
+          std::string value;
+          bool found = false;
+          for (const auto &e : *env) {
+            if (!e.is_string())
+              continue;
+            const auto &s = e.get_ref<const std::string &>();
+            if (s.size() > var.size() && s.compare(0, var.size(), var) == 0 && s[var.size()] == '=') {
+              value = s.substr(var.size() + 1);
+              found = true;
+            }
+          }
+          if (!found)
+            continue;
+          for (auto &d : devices_from_env_value(value, config.default_kind))
+            add(r, seen, d);
+          break; // GPUSLICE_VISIBLE_DEVICES, when set, wins over NVIDIA_VISIBLE_DEVICES
+        }
+      }
+    }
+  }
+  return r;
+}
+
+} // namespace gpuslice::shim

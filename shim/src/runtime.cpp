@@ -1,0 +1,105 @@
+#include "gpuslice/shim/runtime.hpp"
+
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fs.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <ctime>
+
+namespace gpuslice::shim {
+
+namespace {
+
+bool same_file(const struct stat &a, const struct stat &b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
+
+bool usable(const std::string &path, const struct stat &self) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(path.c_str(), X_OK) != 0)
+    return false;
+  return !same_file(st, self);
+}
+
+std::string rfc3339_now() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  tm t{};
+  ::gmtime_r(&ts.tv_sec, &t);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &t);
+  char out[96];
+  std::snprintf(out, sizeof out, "%s.%09ldZ", buf, static_cast<long>(ts.tv_nsec));
+  return out;
+}
+
+} // namespace
+
+std::string find_runtime(const Config &config) {
+  struct stat self {};
+  if (::stat("/proc/self/exe", &self) != 0)
+    self = {};
+  const char *env_path = std::getenv("PATH");
+  const std::string path = env_path && *env_path ? env_path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  std::string tried;
+  for (const auto &name : config.runtimes) {
+    if (fs::is_absolute(name)) {
+      if (usable(name, self))
+        return name;
+      tried += (tried.empty() ? "" : ", ") + quote(name);
+      continue;
+    }
+    std::size_t i = 0;
+    while (i <= path.size()) {
+      std::size_t j = path.find(':', i);
+      if (j == std::string::npos)
+        j = path.size();
+      const std::string dir = path.substr(i, j - i);
+      i = j + 1;
+      if (dir.empty() || !fs::is_absolute(dir))
+        continue; // a relative PATH entry would depend on the bundle's cwd
+      const std::string candidate = dir + "/" + name;
+      if (usable(candidate, self))
+        return candidate;
+    }
+    tried += (tried.empty() ? "" : ", ") + quote(name);
+  }
+  throw Error("no low-level runtime found (tried " + tried + " in PATH " + quote(path) +
+              "); install runc or crun, or set [runtime] runtimes in the config");
+}
+
+void exec_runtime(const std::string &runtime, const std::vector<std::string> &args) {
+  std::vector<char *> argv;
+  argv.reserve(args.size() + 2);
+  argv.push_back(const_cast<char *>(runtime.c_str()));
+  for (const auto &a : args)
+    argv.push_back(const_cast<char *>(a.c_str()));
+  argv.push_back(nullptr);
+  ::execv(runtime.c_str(), argv.data());
+  throw system_error("cannot execute " + quote(runtime));
+}
+
+void write_runtime_log(const std::string &log_path, const std::string &log_format, const std::string &message) {
+  if (log_path.empty())
+    return;
+  std::string line;
+  if (log_format == "json") {
+    line = nlohmann::json{{"level", "error"}, {"msg", message}, {"time", rfc3339_now()}}.dump(-1, ' ', false,
+                                                                                            nlohmann::json::error_handler_t::replace);
+  } else {
+    line = "time=\"" + rfc3339_now() + "\" level=error msg=" + nlohmann::json(message).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  line += '\n';
+  const int fd = ::open(log_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return;
+  // One write: concurrent writers to the same log file do not interleave.
+  (void)!::write(fd, line.data(), line.size());
+  ::close(fd);
+}
+
+} // namespace gpuslice::shim

@@ -260,8 +260,11 @@ void add_backup_if_needed(Plan &plan, const std::string &config_path, const std:
 }
 
 // Version 2 and 3: drop-in plus an imports entry.
+// `current` is the main file's text, empty when there is none (or it is one
+// gpuslice created, whose text is then `created_earlier`).
 void plan_with_drop_in(Plan &plan, const ConfigureOptions &o, const std::string &drop_in, int version,
-                       const std::optional<std::string> &current, const std::string &base) {
+                       const std::optional<std::string> &current, const std::string &base,
+                       const std::optional<std::string> &created_earlier) {
   toml::table base_table = text::parse(base, o.config_path);
   bool covered = current && imports_cover(o.config_path, base_table, drop_in);
   std::string new_main;
@@ -313,9 +316,10 @@ void plan_with_drop_in(Plan &plan, const ConfigureOptions &o, const std::string 
     plan.changes.push_back({FileChange::Kind::write, drop_in, drop_in_text, 0644,
                             "write drop-in " + quoted(drop_in) + " with the " + quoted(o.handler_name) + " handler"});
   if (!current) {
-    plan.changes.push_back({FileChange::Kind::write, o.config_path, new_main, 0644,
-                            "create " + quoted(o.config_path) + " (version " + std::to_string(kNewFileVersion) +
-                                ", imports the drop-in); containerd's defaults apply otherwise"});
+    if (created_earlier != new_main)
+      plan.changes.push_back({FileChange::Kind::write, o.config_path, new_main, 0644,
+                              "create " + quoted(o.config_path) + " (version " + std::to_string(kNewFileVersion) +
+                                  ", imports the drop-in); containerd's defaults apply otherwise"});
   } else if (new_main != *current) {
     add_backup_if_needed(plan, o.config_path, *current);
     plan.changes.push_back({FileChange::Kind::write, o.config_path, new_main, static_cast<mode_t>(-1),
@@ -443,12 +447,16 @@ Plan plan_configure(const ConfigureOptions &options) {
   return with_context("cannot configure containerd", [&] {
     Plan plan;
     auto current = read_if_exists(o.config_path);
-    std::string base = current ? text::strip_gpuslice_edits(*current, o.config_path) : std::string();
-    int version = current ? config_version_of(base, o.config_path) : kNewFileVersion;
+    bool created_by_gpuslice = false;
+    std::string base = current ? text::strip_gpuslice_edits(*current, o.config_path, &created_by_gpuslice) : std::string();
+    // A main file gpuslice created earlier counts as missing: it is rewritten the same way.
+    bool missing = !current || (created_by_gpuslice && base.find_first_not_of(" \t\n") == std::string::npos);
+    int version = missing ? kNewFileVersion : config_version_of(base, o.config_path);
     if (version == 1)
       plan_in_main_file(plan, o, *current, base);
     else
-      plan_with_drop_in(plan, o, o.drop_in_path, version, current, base);
+      plan_with_drop_in(plan, o, o.drop_in_path, version, missing ? std::nullopt : current, base,
+                        missing ? current : std::nullopt);
     return plan;
   });
 }

@@ -195,6 +195,9 @@ toml::table handler_table(const toml::table *cri, const ConfigureOptions &option
   if (const toml::table *source = runc_like_handler(cri))
     if (const toml::table *source_options = (*source)["options"].as_table()) {
       runtime_options = *source_options;
+      if (auto runc_binary = runtime_options["BinaryName"].value<std::string>())
+        notes.push_back("the runc handler runs " + quoted(*runc_binary) +
+                        ": list it in `runtimes` of /etc/gpuslice/config.toml so that gpuslice-runtime runs it too");
       runtime_options.erase("BinaryName");
       if (!runtime_options.empty()) {
         std::string names;

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -502,7 +503,18 @@ void apply(const Plan &plan) {
         throw system_error("cannot remove " + quoted(c.path));
       continue;
     }
-    std::string dir = fs::dirname(c.path);
+    // A main config that is a symlink (to a file managed elsewhere) stays a
+    // symlink: its target is what gets replaced.
+    std::string target = c.path;
+    struct stat st {};
+    if (::lstat(c.path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+      char *resolved = ::realpath(c.path.c_str(), nullptr);
+      if (!resolved)
+        throw system_error("cannot resolve the symlink " + quoted(c.path));
+      target = resolved;
+      ::free(resolved);
+    }
+    std::string dir = fs::dirname(target);
     if (!path_exists(dir)) {
       // The drop-in directory (conf.d) is the only one gpuslice creates.
       std::string parent = fs::dirname(dir);
@@ -511,7 +523,7 @@ void apply(const Plan &plan) {
       if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
         throw system_error("cannot create directory " + quoted(dir));
     }
-    fs::write_file_atomic(c.path, c.content, c.mode);
+    fs::write_file_atomic(target, c.content, c.mode);
   }
 }
 

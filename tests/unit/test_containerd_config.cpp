@@ -348,7 +348,8 @@ TEST_CASE("imports edits: empty array, single line, trailing comma, no final new
   for (std::string original : {std::string("version = 2\nimports = []\n"),
                                std::string("version = 2\nimports = [\"/a.toml\"] # keep\n[x]\ny = 1"),
                                std::string("version = 2\nimports = [\n  \"/a.toml\",\n  \"/b.toml\", # b\n]\n"),
-                               std::string("version = 2")}) {
+                               std::string("version = 2"),
+                               std::string("version = 2\nimports = [\"/donn\u00e9es/\u00e9t\u00e9.toml\"] # \u00e7a\n")}) {
     CAPTURE(original);
     toml::table parsed = text::parse(original, "x");
     std::string edited = text::add_import(original, parsed, "/d/99-gpuslice.toml");
@@ -362,6 +363,22 @@ TEST_CASE("imports edits: empty array, single line, trailing comma, no final new
   }
   CHECK_THROWS_WITH(text::quote_plain("a\"b"), Catch::Contains("quote"));
   CHECK_THROWS_WITH(text::parse("x = [", "bad.toml"), Catch::Contains("\"bad.toml\"") && Catch::Contains("line 1"));
+}
+
+TEST_CASE("a main config that is a symlink stays one; its target is edited", "[containerd]") {
+  TempDir dir;
+  std::string original = fs::read_file(kData + "v2-systemd.toml");
+  fs::write_file_atomic(dir / "managed.toml", original);
+  REQUIRE(::symlink("managed.toml", (dir / "config.toml").c_str()) == 0);
+  auto o = options_for(dir);
+  configure(o);
+  struct stat st {};
+  REQUIRE(::lstat((dir / "config.toml").c_str(), &st) == 0);
+  CHECK(S_ISLNK(st.st_mode));
+  CHECK(fs::read_file(dir / "managed.toml").find("# gpuslice: ") != std::string::npos);
+  round_trip(o, original);
+  REQUIRE(::lstat((dir / "config.toml").c_str(), &st) == 0);
+  CHECK(S_ISLNK(st.st_mode));
 }
 
 TEST_CASE("malformed config files are reported with their path", "[containerd]") {

@@ -38,8 +38,8 @@ void register_configure(CLI::App &app, Action &action) {
 
   containerd_cmd->callback([flags, &action] {
     action = [flags] {
-      containerd::Plan plan = flags->remove ? containerd::plan_remove(flags->options)
-                                            : containerd::plan_configure(flags->options);
+      containerd::Plan plan =
+          flags->remove ? containerd::plan_remove(flags->options) : containerd::plan_configure(flags->options);
       if (!flags->dry_run)
         containerd::apply(plan);
       std::cout << containerd::describe(plan, flags->dry_run);

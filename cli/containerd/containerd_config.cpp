@@ -84,7 +84,8 @@ struct LoadedFile {
 
 // The paths one file's `imports` resolve to, the way containerd resolves them.
 // A glob that would match `ours` counts it even before it exists.
-std::vector<std::string> resolve_imports(const std::string &importer, const toml::table &table, const std::string &ours) {
+std::vector<std::string> resolve_imports(const std::string &importer, const toml::table &table,
+                                         const std::string &ours) {
   std::vector<std::string> out;
   const toml::node *node = table.get("imports");
   if (!node)
@@ -96,8 +97,8 @@ std::vector<std::string> resolve_imports(const std::string &importer, const toml
     auto value = entry.value<std::string>();
     if (!value)
       throw Error("\"imports\" in " + quoted(importer) + " has an entry that is not a string");
-    std::string path = fs::is_absolute(*value) ? fs::clean_path(*value)
-                                                : fs::clean_path(fs::dirname(importer) + "/" + *value);
+    std::string path =
+        fs::is_absolute(*value) ? fs::clean_path(*value) : fs::clean_path(fs::dirname(importer) + "/" + *value);
     if (!has_glob(path)) {
       out.push_back(path);
       continue;
@@ -137,10 +138,9 @@ std::vector<LoadedFile> load_chain(const std::string &main_path, const toml::tab
       chain.push_back({path, std::nullopt});
       continue;
     }
-    toml::table table = path == main_path
-                            ? main_table
-                            : with_context("imported config " + quoted(path),
-                                           [&] { return text::parse(fs::read_file(path), path); });
+    toml::table table = path == main_path ? main_table : with_context("imported config " + quoted(path), [&] {
+      return text::parse(fs::read_file(path), path);
+    });
     auto imports = resolve_imports(path, table, ours);
     if (path == main_path && ours_appended_to_main)
       imports.push_back(ours);
@@ -297,8 +297,9 @@ void plan_with_drop_in(Plan &plan, const ConfigureOptions &o, const std::string 
       continue;
     if (after_ours)
       throw Error(quoted(f.path) + " is imported after " + quoted(drop_in) + " and sets the plugins." +
-                  quoted(plugin_key) + " table, which would replace gpuslice's (containerd before 2.1): pass a --drop-in "
-                                       "path that loads last");
+                  quoted(plugin_key) +
+                  " table, which would replace gpuslice's (containerd before 2.1): pass a --drop-in "
+                  "path that loads last");
     effective = cri;
     effective_from = f.path;
   }
@@ -310,12 +311,13 @@ void plan_with_drop_in(Plan &plan, const ConfigureOptions &o, const std::string 
   drop_in_table.insert("version", version);
   drop_in_table.insert("plugins", std::move(plugins));
   std::string drop_in_text = std::string(kDropInHeader) + std::string(kDropInExplanation) +
-                             (effective ? "# CRI settings copied from " + effective_from + ".\n" : std::string()) + "\n" +
-                             to_toml(drop_in_table);
+                             (effective ? "# CRI settings copied from " + effective_from + ".\n" : std::string()) +
+                             "\n" + to_toml(drop_in_table);
 
   auto existing_drop_in = read_if_exists(drop_in);
   if (existing_drop_in && !existing_drop_in->starts_with(kDropInHeader))
-    throw Error("refusing to overwrite " + quoted(drop_in) + ": gpuslice did not write it; pass --drop-in with another path");
+    throw Error("refusing to overwrite " + quoted(drop_in) +
+                ": gpuslice did not write it; pass --drop-in with another path");
   if (!existing_drop_in || *existing_drop_in != drop_in_text)
     plan.changes.push_back({FileChange::Kind::write, drop_in, drop_in_text, 0644,
                             "write drop-in " + quoted(drop_in) + " with the " + quoted(o.handler_name) + " handler"});
@@ -360,8 +362,8 @@ std::string with_default_runtime_v1(const ConfigureOptions &o, const std::string
     } catch (const Error &) {
     }
   }
-  throw Error("cannot set default_runtime_name in " + quoted(o.config_path) + " (version 1): add `default_runtime_name = " +
-              value + "` to [plugins.cri.containerd] by hand");
+  throw Error("cannot set default_runtime_name in " + quoted(o.config_path) +
+              " (version 1): add `default_runtime_name = " + value + "` to [plugins.cri.containerd] by hand");
 }
 
 // Version 1: containerd 1.x's `cri` plugin; a marked block in the main file.
@@ -376,8 +378,7 @@ void plan_in_main_file(Plan &plan, const ConfigureOptions &o, const std::string 
   toml::table new_cri = cri_with_handler(cri, without_default, plan.notes);
   // Only the runtimes go into the appended block: they are new tables there.
   toml::table runtimes_only;
-  ensure_table(runtimes_only, "containerd")
-      .insert("runtimes", *new_cri["containerd"]["runtimes"].as_table());
+  ensure_table(runtimes_only, "containerd").insert("runtimes", *new_cri["containerd"]["runtimes"].as_table());
   toml::table &existing_runtimes = *ensure_table(runtimes_only, "containerd")["runtimes"].as_table();
   if (cri && (*cri)["containerd"]["runtimes"].is_table())
     for (auto &&[key, value] : *(*cri)["containerd"]["runtimes"].as_table())
@@ -389,15 +390,17 @@ void plan_in_main_file(Plan &plan, const ConfigureOptions &o, const std::string 
   if (o.set_as_default)
     new_main = with_default_runtime_v1(o, base, new_main, to_toml(block_table));
 
-  toml::table check = with_context("gpuslice's edit of " + quoted(o.config_path) + " is not valid TOML, please report it",
-                                   [&] { return text::parse(new_main, o.config_path); });
+  toml::table check =
+      with_context("gpuslice's edit of " + quoted(o.config_path) + " is not valid TOML, please report it",
+                   [&] { return text::parse(new_main, o.config_path); });
   if (check["plugins"]["cri"]["containerd"]["runtimes"][o.handler_name]["options"]["BinaryName"].value<std::string>() !=
       o.runtime_path)
     throw Error("cannot add the handler to " + quoted(o.config_path) + ": the edited file does not show it");
   if (new_main != current) {
     add_backup_if_needed(plan, o.config_path, current);
-    plan.changes.push_back({FileChange::Kind::write, o.config_path, new_main, static_cast<mode_t>(-1),
-                            "add the " + quoted(o.handler_name) + " handler to " + quoted(o.config_path) + " (version 1)"});
+    plan.changes.push_back(
+        {FileChange::Kind::write, o.config_path, new_main, static_cast<mode_t>(-1),
+         "add the " + quoted(o.handler_name) + " handler to " + quoted(o.config_path) + " (version 1)"});
   }
 }
 
@@ -452,7 +455,8 @@ Plan plan_configure(const ConfigureOptions &options) {
     Plan plan;
     auto current = read_if_exists(o.config_path);
     bool created_by_gpuslice = false;
-    std::string base = current ? text::strip_gpuslice_edits(*current, o.config_path, &created_by_gpuslice) : std::string();
+    std::string base =
+        current ? text::strip_gpuslice_edits(*current, o.config_path, &created_by_gpuslice) : std::string();
     // A main file gpuslice created earlier counts as missing: it is rewritten the same way.
     bool missing = !current || (created_by_gpuslice && base.find_first_not_of(" \t\n") == std::string::npos);
     int version = missing ? kNewFileVersion : config_version_of(base, o.config_path);
@@ -475,7 +479,10 @@ Plan plan_remove(const ConfigureOptions &options) {
       bool created = false;
       base = text::strip_gpuslice_edits(*current, o.config_path, &created);
       if (created && base->find_first_not_of(" \t\n") == std::string::npos)
-        plan.changes.push_back({FileChange::Kind::remove, o.config_path, {}, 0,
+        plan.changes.push_back({FileChange::Kind::remove,
+                                o.config_path,
+                                {},
+                                0,
                                 "remove " + quoted(o.config_path) + ", which gpuslice created"});
       else if (*base != *current)
         plan.changes.push_back({FileChange::Kind::write, o.config_path, *base, static_cast<mode_t>(-1),
@@ -483,14 +490,18 @@ Plan plan_remove(const ConfigureOptions &options) {
     }
     if (auto drop_in = read_if_exists(o.drop_in_path)) {
       if (drop_in->starts_with(kDropInHeader))
-        plan.changes.push_back({FileChange::Kind::remove, o.drop_in_path, {}, 0, "remove drop-in " + quoted(o.drop_in_path)});
+        plan.changes.push_back(
+            {FileChange::Kind::remove, o.drop_in_path, {}, 0, "remove drop-in " + quoted(o.drop_in_path)});
       else
         plan.notes.push_back("left " + quoted(o.drop_in_path) + " alone: gpuslice did not write it");
     }
     std::string backup = backup_path_of(o.config_path);
     if (base)
       if (auto saved = read_if_exists(backup); saved && *saved == *base)
-        plan.changes.push_back({FileChange::Kind::remove, backup, {}, 0,
+        plan.changes.push_back({FileChange::Kind::remove,
+                                backup,
+                                {},
+                                0,
                                 "remove the backup " + quoted(backup) + ": the config is back to it"});
     return plan;
   });

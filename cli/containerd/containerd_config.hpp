@@ -35,9 +35,9 @@ struct FileChange {
   enum class Kind { write, remove };
   Kind kind = Kind::write;
   std::string path;
-  std::string content;                      // for write
-  mode_t mode = static_cast<mode_t>(-1);    // for write: -1 keeps the replaced file's mode (0644 when new)
-  std::string summary;                      // one line for the user
+  std::string content;                   // for write
+  mode_t mode = static_cast<mode_t>(-1); // for write: -1 keeps the replaced file's mode (0644 when new)
+  std::string summary;                   // one line for the user
 };
 
 struct Plan {

@@ -14,7 +14,8 @@ namespace gpuslice::containerd::text {
 
 namespace {
 
-constexpr std::string_view kBegin = "# gpuslice: begin (added by `gpuslice configure containerd`; `--remove` takes it out)";
+constexpr std::string_view kBegin =
+    "# gpuslice: begin (added by `gpuslice configure containerd`; `--remove` takes it out)";
 constexpr std::string_view kBeginAfterNewline =
     "# gpuslice: begin, after a line break gpuslice added (`gpuslice configure containerd --remove` takes both out)";
 constexpr std::string_view kBeginCreated =
@@ -132,7 +133,8 @@ bool undo_one_replacement(std::string &text, std::string_view source_name) {
     throw Error("malformed gpuslice mark " + quoted(marker.body) + ": restore the value by hand and delete that line");
   std::string key(rest.substr(0, was));
   std::string original(rest.substr(was + kReplacedWas.size()));
-  std::size_t marker_line = static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<long>(marker.start), '\n')) + 1;
+  std::size_t marker_line =
+      static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<long>(marker.start), '\n')) + 1;
   text = erase_range(text, marker.start, marker.next);
   toml::table parsed = parse(text, source_name);
   const toml::node *value = find_key_on_line(parsed, marker_line, key);
@@ -226,8 +228,9 @@ std::size_t offset_of(std::string_view text, const toml::source_position &pos) {
 std::string quote_plain(std::string_view value) {
   for (char c : value)
     if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      throw Error(quoted(value) + " contains a quote, a backslash or a control character, which gpuslice does not write "
-                                  "into containerd's config");
+      throw Error(quoted(value) +
+                  " contains a quote, a backslash or a control character, which gpuslice does not write "
+                  "into containerd's config");
   return "\"" + std::string(value) + "\"";
 }
 

@@ -62,7 +62,8 @@ std::string configure(const ctd::ConfigureOptions &o) {
 
 void unconfigure(const ctd::ConfigureOptions &o) { ctd::apply(ctd::plan_remove(o)); }
 
-const toml::table &handler_in(const toml::table &file, const std::string &plugin_key, const std::string &name = "gpuslice") {
+const toml::table &handler_in(const toml::table &file, const std::string &plugin_key,
+                              const std::string &name = "gpuslice") {
   const toml::table *h = file["plugins"][plugin_key]["containerd"]["runtimes"][name].as_table();
   REQUIRE(h);
   return *h;
@@ -71,7 +72,8 @@ const toml::table &handler_in(const toml::table &file, const std::string &plugin
 void check_handler(const toml::table &handler, bool systemd_cgroup) {
   CHECK(handler["runtime_type"].value<std::string>() == "io.containerd.runc.v2");
   CHECK(handler["options"]["BinaryName"].value<std::string>() == "/usr/bin/gpuslice-runtime");
-  CHECK(handler["options"]["SystemdCgroup"].value<bool>() == (systemd_cgroup ? std::optional<bool>(true) : std::nullopt));
+  CHECK(handler["options"]["SystemdCgroup"].value<bool>() ==
+        (systemd_cgroup ? std::optional<bool>(true) : std::nullopt));
   for (const char *key : {"container_annotations", "pod_annotations"}) {
     const toml::array *a = handler[key].as_array();
     REQUIRE(a);
@@ -165,7 +167,8 @@ TEST_CASE("version 1: marked block in the main file, default runtime replaced an
 
 TEST_CASE("version 1 without runtimes keeps containerd's default runc handler", "[containerd]") {
   TempDir dir;
-  std::string original = "[plugins.cri]\n  sandbox_image = \"p:1\"\n[plugins.cri.containerd]\n  snapshotter = \"native\"";
+  std::string original =
+      "[plugins.cri]\n  sandbox_image = \"p:1\"\n[plugins.cri.containerd]\n  snapshotter = \"native\"";
   fs::write_file_atomic(dir / "config.toml", original); // no final newline on purpose
   auto o = options_for(dir);
   o.set_as_default = true;
@@ -182,7 +185,8 @@ TEST_CASE("version 1 without runtimes keeps containerd's default runc handler", 
 TEST_CASE("version 1 refuses a gpuslice handler it did not write", "[containerd]") {
   TempDir dir;
   fs::write_file_atomic(dir / "config.toml", "[plugins.cri.containerd.runtimes.gpuslice]\n  runtime_type = \"x\"\n");
-  CHECK_THROWS_WITH(ctd::plan_configure(options_for(dir)), Catch::Contains("already defined") && Catch::Contains("--handler-name"));
+  CHECK_THROWS_WITH(ctd::plan_configure(options_for(dir)),
+                    Catch::Contains("already defined") && Catch::Contains("--handler-name"));
 }
 
 TEST_CASE("version 3: plugin io.containerd.cri.v1.runtime, drop-in of version 3", "[containerd]") {
@@ -241,7 +245,8 @@ TEST_CASE("existing imports and custom runtimes are kept", "[containerd]") {
 TEST_CASE("an import that sets the CRI table before the drop-in is what the drop-in copies", "[containerd]") {
   TempDir dir;
   ::mkdir((dir / "conf.d").c_str(), 0755);
-  std::string original = "version = 2\nimports = [\"conf.d/*.toml\"]\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = \"main:1\"\n";
+  std::string original = "version = 2\nimports = [\"conf.d/*.toml\"]\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  "
+                         "sandbox_image = \"main:1\"\n";
   fs::write_file_atomic(dir / "config.toml", original);
   fs::write_file_atomic(dir / "conf.d/10-site.toml",
                         "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = \"site:2\"\n");
@@ -315,7 +320,8 @@ TEST_CASE("a drop-in gpuslice did not write is neither overwritten nor removed",
   ::mkdir((dir / "conf.d").c_str(), 0755);
   fs::write_file_atomic(dir / "conf.d/99-gpuslice.toml", "# mine\nversion = 2\n");
   auto o = options_for(dir);
-  CHECK_THROWS_WITH(ctd::plan_configure(o), Catch::Contains("refusing to overwrite") && Catch::Contains("99-gpuslice.toml"));
+  CHECK_THROWS_WITH(ctd::plan_configure(o),
+                    Catch::Contains("refusing to overwrite") && Catch::Contains("99-gpuslice.toml"));
   ctd::Plan plan = ctd::plan_remove(o);
   CHECK(plan.changes.empty());
   CHECK_THAT(ctd::describe(plan, false), Catch::Contains("gpuslice did not write it"));
@@ -345,11 +351,11 @@ TEST_CASE("custom handler name, runtime path and drop-in path", "[containerd]") 
 }
 
 TEST_CASE("imports edits: empty array, single line, trailing comma, no final newline", "[containerd][text]") {
-  for (std::string original : {std::string("version = 2\nimports = []\n"),
-                               std::string("version = 2\nimports = [\"/a.toml\"] # keep\n[x]\ny = 1"),
-                               std::string("version = 2\nimports = [\n  \"/a.toml\",\n  \"/b.toml\", # b\n]\n"),
-                               std::string("version = 2"),
-                               std::string("version = 2\nimports = [\"/donn\u00e9es/\u00e9t\u00e9.toml\"] # \u00e7a\n")}) {
+  for (std::string original :
+       {std::string("version = 2\nimports = []\n"),
+        std::string("version = 2\nimports = [\"/a.toml\"] # keep\n[x]\ny = 1"),
+        std::string("version = 2\nimports = [\n  \"/a.toml\",\n  \"/b.toml\", # b\n]\n"), std::string("version = 2"),
+        std::string("version = 2\nimports = [\"/donn\u00e9es/\u00e9t\u00e9.toml\"] # \u00e7a\n")}) {
     CAPTURE(original);
     toml::table parsed = text::parse(original, "x");
     std::string edited = text::add_import(original, parsed, "/d/99-gpuslice.toml");

@@ -57,7 +57,7 @@ bool path_exists(const std::string &path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0)
     return true;
-  if (errno != ENOENT)
+  if (errno != ENOENT && errno != ENOTDIR)
     throw system_error("cannot stat " + quoted(path));
   return false;
 }
@@ -253,6 +253,20 @@ void validate_options(const ConfigureOptions &o) {
   text::quote_plain(o.runtime_path);
 }
 
+// Docker's containerd config disables the CRI plugin: a handler there would
+// never be used, which is worth saying rather than failing silently later.
+void note_if_cri_disabled(Plan &plan, const toml::table &file, const std::string &path, const std::string &plugin_key) {
+  const toml::array *disabled = file["disabled_plugins"].as_array();
+  if (!disabled)
+    return;
+  for (const toml::node &n : *disabled) {
+    auto name = n.value<std::string>();
+    if (name && (*name == "cri" || *name == "io.containerd.grpc.v1.cri" || *name == plugin_key))
+      plan.notes.push_back("the CRI plugin is disabled in " + quoted(path) + " (disabled_plugins = " + quoted(*name) +
+                           "): Kubernetes pods cannot use the handler until it is enabled");
+  }
+}
+
 std::string backup_path_of(const std::string &config_path) { return config_path + ".gpuslice.bak"; }
 
 void add_backup_if_needed(Plan &plan, const std::string &config_path, const std::string &original) {
@@ -289,6 +303,7 @@ void plan_with_drop_in(Plan &plan, const ConfigureOptions &o, const std::string 
       after_ours = true;
       continue;
     }
+    note_if_cri_disabled(plan, *f.table, f.path, plugin_key);
     if (f.path != o.config_path && version_of_table(*f.table, f.path) != version)
       plan.notes.push_back("imported config " + quoted(f.path) + " has another config version than " +
                            quoted(o.config_path));
@@ -369,6 +384,7 @@ std::string with_default_runtime_v1(const ConfigureOptions &o, const std::string
 // Version 1: containerd 1.x's `cri` plugin; a marked block in the main file.
 void plan_in_main_file(Plan &plan, const ConfigureOptions &o, const std::string &current, const std::string &base) {
   toml::table base_table = text::parse(base, o.config_path);
+  note_if_cri_disabled(plan, base_table, o.config_path, "cri");
   const toml::table *cri = plugin_table(base_table, "cri");
   if (cri && (*cri)["containerd"]["runtimes"][o.handler_name])
     throw Error("handler " + quoted(o.handler_name) + " is already defined in " + quoted(o.config_path) +
@@ -402,6 +418,36 @@ void plan_in_main_file(Plan &plan, const ConfigureOptions &o, const std::string 
         {FileChange::Kind::write, o.config_path, new_main, static_cast<mode_t>(-1),
          "add the " + quoted(o.handler_name) + " handler to " + quoted(o.config_path) + " (version 1)"});
   }
+}
+
+// One change; directories are not created except the drop-in's (conf.d).
+void apply_one(const FileChange &c) {
+  if (c.kind == FileChange::Kind::remove) {
+    if (::unlink(c.path.c_str()) != 0 && errno != ENOENT)
+      throw system_error("cannot remove " + quoted(c.path));
+    return;
+  }
+  // A main config that is a symlink (to a file managed elsewhere) stays a
+  // symlink: its target is what gets replaced.
+  std::string target = c.path;
+  struct stat st {};
+  if (::lstat(c.path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    char *resolved = ::realpath(c.path.c_str(), nullptr);
+    if (!resolved)
+      throw system_error("cannot resolve the symlink " + quoted(c.path));
+    target = resolved;
+    ::free(resolved);
+  }
+  std::string dir = fs::dirname(target);
+  if (!path_exists(dir)) {
+    // The drop-in directory (conf.d) is the only one gpuslice creates.
+    std::string parent = fs::dirname(dir);
+    if (!path_exists(parent))
+      throw Error("cannot write " + quoted(c.path) + ": " + quoted(parent) + " does not exist");
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+      throw system_error("cannot create directory " + quoted(dir));
+  }
+  fs::write_file_atomic(target, c.content, c.mode);
 }
 
 ConfigureOptions normalised(const ConfigureOptions &options) {
@@ -508,34 +554,8 @@ Plan plan_remove(const ConfigureOptions &options) {
 }
 
 void apply(const Plan &plan) {
-  for (const FileChange &c : plan.changes) {
-    if (c.kind == FileChange::Kind::remove) {
-      if (::unlink(c.path.c_str()) != 0 && errno != ENOENT)
-        throw system_error("cannot remove " + quoted(c.path));
-      continue;
-    }
-    // A main config that is a symlink (to a file managed elsewhere) stays a
-    // symlink: its target is what gets replaced.
-    std::string target = c.path;
-    struct stat st {};
-    if (::lstat(c.path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-      char *resolved = ::realpath(c.path.c_str(), nullptr);
-      if (!resolved)
-        throw system_error("cannot resolve the symlink " + quoted(c.path));
-      target = resolved;
-      ::free(resolved);
-    }
-    std::string dir = fs::dirname(target);
-    if (!path_exists(dir)) {
-      // The drop-in directory (conf.d) is the only one gpuslice creates.
-      std::string parent = fs::dirname(dir);
-      if (!path_exists(parent))
-        throw Error("cannot write " + quoted(c.path) + ": " + quoted(parent) + " does not exist");
-      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-        throw system_error("cannot create directory " + quoted(dir));
-    }
-    fs::write_file_atomic(target, c.content, c.mode);
-  }
+  for (const FileChange &c : plan.changes)
+    with_context("cannot " + c.summary, [&] { apply_one(c); });
 }
 
 std::string describe(const Plan &plan, bool dry_run) {

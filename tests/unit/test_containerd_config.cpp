@@ -395,3 +395,23 @@ TEST_CASE("malformed config files are reported with their path", "[containerd]")
   fs::write_file_atomic(dir / "config.toml", "version = 2\nimports = [\"missing.toml\"]\n");
   CHECK_THROWS_WITH(ctd::plan_configure(options_for(dir)), Catch::Contains("missing.toml"));
 }
+
+TEST_CASE("a config that disables the CRI plugin (Docker's) gets a note", "[containerd]") {
+  TempDir dir;
+  std::string original = "disabled_plugins = [\"cri\"]\n";
+  fs::write_file_atomic(dir / "config.toml", original);
+  auto o = options_for(dir);
+  CHECK_THAT(configure(o), Catch::Contains("CRI plugin is disabled") && Catch::Contains("\"cri\""));
+  round_trip(o, original);
+}
+
+TEST_CASE("a failed write names the change and the file", "[containerd]") {
+  TempDir dir;
+  fs::write_file_atomic(dir / "config.toml", "version = 2\n");
+  fs::write_file_atomic(dir / "conf.d", "a file where the drop-in directory should be");
+  auto o = options_for(dir);
+  ctd::Plan plan = ctd::plan_configure(o);
+  CHECK_THROWS_WITH(ctd::apply(plan), Catch::StartsWith("cannot write drop-in \"" + (dir / "conf.d/99-gpuslice.toml")));
+  // Nothing was imported: the main file is untouched.
+  CHECK(fs::read_file(dir / "config.toml") == "version = 2\n");
+}

@@ -32,7 +32,8 @@ TEST_CASE("oci-hooks.d file: version, hook, when and stages", "[packaging]") {
   CHECK_FALSE(when.contains("always"));
   const auto &annotations = when.at("annotations");
   REQUIRE(annotations.size() == 1);
-  const auto &[key_pattern, value_pattern] = *annotations.items().begin();
+  const std::string key_pattern = annotations.begin().key();
+  const std::string value_pattern = annotations.begin().value().get<std::string>();
   CHECK(key_pattern == "^cdi\\.k8s\\.io/.*");
   CHECK(value_pattern == ".*");
   // The key pattern selects CDI annotations and nothing else.

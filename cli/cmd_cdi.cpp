@@ -1,7 +1,161 @@
+// gpuslice cdi list|validate|inject: the CDI library from the command line,
+// for operators checking what a node's spec dirs offer and what a container
+// would get.
 #include "commands.hpp"
+
+#include "gpuslice/cdi/apply.hpp"
+#include "gpuslice/cdi/names.hpp"
+#include "gpuslice/cdi/parse.hpp"
+#include "gpuslice/cdi/registry.hpp"
+#include "gpuslice/cdi/validate.hpp"
+#include "gpuslice/common/config.hpp"
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fs.hpp"
+
+#include <iostream>
+#include <memory>
 
 namespace gpuslice::cli {
 
-void register_cdi(CLI::App &, Action &) {}
+namespace {
+
+struct CdiOptions {
+  std::string spec_dirs; // comma-separated; empty: from config
+  std::string output_format = "text";
+  std::vector<std::string> files;
+  std::string config_in;
+  std::string output_path;
+  std::vector<std::string> devices;
+};
+
+std::vector<std::string> spec_dirs(const CdiOptions &o) {
+  if (o.spec_dirs.empty())
+    return load_config(config_path()).spec_dirs;
+  std::vector<std::string> dirs;
+  std::size_t i = 0;
+  while (i <= o.spec_dirs.size()) {
+    std::size_t j = o.spec_dirs.find(',', i);
+    if (j == std::string::npos)
+      j = o.spec_dirs.size();
+    if (j > i)
+      dirs.push_back(o.spec_dirs.substr(i, j - i));
+    i = j + 1;
+  }
+  return dirs;
+}
+
+void print_errors(const cdi::Registry &registry) {
+  for (const auto &e : registry.errors())
+    std::cerr << e.path << ": " << e.message << "\n";
+}
+
+int run_list(const CdiOptions &o) {
+  cdi::Registry registry(spec_dirs(o));
+  registry.reload();
+  print_errors(registry);
+  const auto names = registry.device_names();
+  if (o.output_format == "json") {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const auto &n : names)
+      out.push_back({{"name", n}, {"spec", registry.find(n)->spec->path}});
+    std::cout << out.dump(2) << "\n";
+  } else {
+    for (const auto &n : names)
+      std::cout << n << "\n";
+  }
+  return 0;
+}
+
+int run_validate(const CdiOptions &o) {
+  std::size_t problems = 0, checked = 0;
+  auto report = [&](const std::string &path, const std::string &msg) {
+    std::cerr << path << ": " << msg << "\n";
+    ++problems;
+  };
+  if (!o.files.empty()) {
+    for (const auto &f : o.files) {
+      ++checked;
+      try {
+        std::vector<std::string> list;
+        cdi::Spec s = cdi::parse_spec(fs::read_file(f));
+        s.path = f;
+        for (const auto &p : cdi::validate_spec(s))
+          report(f, p);
+      } catch (const Error &e) {
+        report(f, e.message());
+      }
+    }
+  } else {
+    cdi::Registry registry(spec_dirs(o));
+    registry.reload();
+    for (const auto &e : registry.errors())
+      report(e.path, e.message);
+    checked = registry.specs().size();
+  }
+  if (problems) {
+    std::cerr << problems << " problem" << (problems > 1 ? "s" : "") << " found\n";
+    return 1;
+  }
+  std::cout << checked << " spec file" << (checked == 1 ? "" : "s") << " valid\n";
+  return 0;
+}
+
+int run_inject(const CdiOptions &o) {
+  cdi::Registry registry(spec_dirs(o));
+  registry.reload();
+  cdi::OciSpec oci;
+  with_context("OCI spec " + quote(o.config_in), [&] {
+    try {
+      oci = cdi::OciSpec::parse(fs::read_file(o.config_in));
+    } catch (const nlohmann::json::parse_error &e) {
+      throw Error(std::string("invalid JSON: ") + e.what());
+    }
+  });
+  try {
+    for (const auto &d : o.devices)
+      cdi::parse_qualified_name(d);
+    cdi::inject_devices(registry, oci, o.devices);
+  } catch (const Error &e) {
+    std::cerr << "gpuslice: cannot inject: " << e.what() << "\n";
+    return 2;
+  }
+  const std::string text = oci.dump(2) + "\n";
+  if (o.output_path.empty())
+    std::cout << text;
+  else
+    fs::write_file_atomic(o.output_path, text);
+  return 0;
+}
+
+} // namespace
+
+void register_cdi(CLI::App &app, Action &action) {
+  auto opts = std::make_shared<CdiOptions>();
+  CLI::App *cdi = app.add_subcommand("cdi", "inspect CDI specs and apply them to OCI specs");
+  cdi->require_subcommand(1);
+  const char *dirs_help = "comma-separated CDI spec dirs in priority order (later wins); default: [cdi] spec-dirs "
+                          "of the config file, else /etc/cdi,/var/run/cdi";
+
+  CLI::App *list = cdi->add_subcommand("list", "print the qualified names of all usable devices, sorted; "
+                                               "spec errors go to stderr and do not change the exit code");
+  list->add_option("--spec-dirs", opts->spec_dirs, dirs_help);
+  list->add_option("--output,-o", opts->output_format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  list->callback([&action, opts] { action = [opts] { return run_list(*opts); }; });
+
+  CLI::App *validate = cdi->add_subcommand("validate", "report every problem in the given spec files, or in every "
+                                                       "spec of the spec dirs (conflicts included); exit 1 if any");
+  validate->add_option("--spec-dirs", opts->spec_dirs, dirs_help);
+  validate->add_option("files", opts->files, "spec files to check instead of the spec dirs");
+  validate->callback([&action, opts] { action = [opts] { return run_validate(*opts); }; });
+
+  CLI::App *inject = cdi->add_subcommand("inject", "apply the edits of DEVICEs to an OCI config.json; exit 2 when a "
+                                                   "device is invalid or unknown (nothing is written then)");
+  inject->add_option("--spec-dirs", opts->spec_dirs, dirs_help);
+  inject->add_option("--config", opts->config_in, "the OCI runtime spec to edit (never modified unless also --output)")
+      ->required();
+  inject->add_option("--output", opts->output_path, "write the result here atomically instead of stdout");
+  inject->add_option("devices", opts->devices, "qualified device names, vendor/class=name")->required();
+  inject->callback([&action, opts] { action = [opts] { return run_inject(*opts); }; });
+}
 
 } // namespace gpuslice::cli

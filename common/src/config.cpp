@@ -22,7 +22,7 @@ std::string where(const toml::node &n) {
 void reject_unknown(const toml::table &t, const std::string &table_name, const std::set<std::string> &known) {
   for (const auto &[key, node] : t) {
     if (!known.count(std::string(key.str())))
-      throw Error("unknown key " + quoted(table_name.empty() ? std::string(key.str()) : table_name + "." + std::string(key.str())) + " at " + where(node));
+      throw Error("unknown key " + quote(table_name.empty() ? std::string(key.str()) : table_name + "." + std::string(key.str())) + " at " + where(node));
   }
 }
 
@@ -30,7 +30,7 @@ void get(const toml::table &t, const char *key, std::string &out, const std::str
   if (const auto *n = t.get(key)) {
     auto v = n->value<std::string>();
     if (!v)
-      throw Error(quoted(table_name + "." + key) + " must be a string at " + where(*n));
+      throw Error(quote(table_name + "." + key) + " must be a string at " + where(*n));
     out = *v;
   }
 }
@@ -39,7 +39,7 @@ void get(const toml::table &t, const char *key, bool &out, const std::string &ta
   if (const auto *n = t.get(key)) {
     auto v = n->value<bool>();
     if (!v)
-      throw Error(quoted(table_name + "." + key) + " must be true or false at " + where(*n));
+      throw Error(quote(table_name + "." + key) + " must be true or false at " + where(*n));
     out = *v;
   }
 }
@@ -48,12 +48,12 @@ void get(const toml::table &t, const char *key, std::vector<std::string> &out, c
   if (const auto *n = t.get(key)) {
     const auto *arr = n->as_array();
     if (!arr)
-      throw Error(quoted(table_name + "." + key) + " must be an array of strings at " + where(*n));
+      throw Error(quote(table_name + "." + key) + " must be an array of strings at " + where(*n));
     out.clear();
     for (const auto &el : *arr) {
       auto v = el.value<std::string>();
       if (!v)
-        throw Error(quoted(table_name + "." + key) + " must be an array of strings at " + where(el));
+        throw Error(quote(table_name + "." + key) + " must be an array of strings at " + where(el));
       out.push_back(*v);
     }
   }
@@ -65,7 +65,7 @@ const toml::table *sub(const toml::table &root, const char *name) {
     return nullptr;
   const auto *t = n->as_table();
   if (!t)
-    throw Error(quoted(name) + " must be a table at " + where(*n));
+    throw Error(quote(name) + " must be a table at " + where(*n));
   return t;
 }
 
@@ -77,7 +77,7 @@ std::string config_path() {
 }
 
 Config parse_config(const std::string &toml_text, const std::string &origin) {
-  return with_context("config " + quoted(origin), [&] {
+  return with_context("config " + quote(origin), [&] {
     toml::table root;
     try {
       root = toml::parse(toml_text, origin);
@@ -109,9 +109,9 @@ Config parse_config(const std::string &toml_text, const std::string &origin) {
     }
     static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "critical", "off"};
     if (!levels.count(c.log.level))
-      throw Error("log.level " + quoted(c.log.level) + " is not one of trace, debug, info, warn, error, critical, off");
+      throw Error("log.level " + quote(c.log.level) + " is not one of trace, debug, info, warn, error, critical, off");
     if (c.log.target != "file" && c.log.target != "syslog" && c.log.target != "stderr")
-      throw Error("log.target " + quoted(c.log.target) + " is not one of file, syslog, stderr");
+      throw Error("log.target " + quote(c.log.target) + " is not one of file, syslog, stderr");
     if (c.runtimes.empty())
       throw Error("runtime.runtimes must name at least one runtime");
     return c;

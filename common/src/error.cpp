@@ -16,7 +16,7 @@ Error system_error(std::string_view what, int err) {
   return Error(std::move(msg), err);
 }
 
-std::string quoted(std::string_view s) {
+std::string quote(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 2);
   out += '"';

@@ -27,7 +27,7 @@ struct Fd {
 std::string read_file(const std::string &path) {
   Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (f.fd < 0)
-    throw system_error("cannot open " + quoted(path));
+    throw system_error("cannot open " + quote(path));
   std::string out;
   struct stat st {};
   if (::fstat(f.fd, &st) == 0 && st.st_size > 0)
@@ -38,7 +38,7 @@ std::string read_file(const std::string &path) {
     if (n < 0) {
       if (errno == EINTR)
         continue;
-      throw system_error("cannot read " + quoted(path));
+      throw system_error("cannot read " + quote(path));
     }
     if (n == 0)
       break;
@@ -56,9 +56,9 @@ void write_file_atomic(const std::string &path, std::string_view data, mode_t mo
   std::string tmp = path + ".gpuslice-tmp." + std::to_string(::getpid()) + "." + std::to_string(rd());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode & 07777);
   if (fd < 0)
-    throw system_error("cannot create " + quoted(tmp));
+    throw system_error("cannot create " + quote(tmp));
   auto fail = [&](const char *what) {
-    Error e = system_error(std::string(what) + " " + quoted(tmp));
+    Error e = system_error(std::string(what) + " " + quote(tmp));
     ::close(fd);
     ::unlink(tmp.c_str());
     throw e;
@@ -79,12 +79,12 @@ void write_file_atomic(const std::string &path, std::string_view data, mode_t mo
   if (::fsync(fd) != 0)
     fail("cannot sync");
   if (::close(fd) != 0) {
-    Error e = system_error("cannot close " + quoted(tmp));
+    Error e = system_error("cannot close " + quote(tmp));
     ::unlink(tmp.c_str());
     throw e;
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Error e = system_error("cannot rename " + quoted(tmp) + " to " + quoted(path));
+    Error e = system_error("cannot rename " + quote(tmp) + " to " + quote(path));
     ::unlink(tmp.c_str());
     throw e;
   }

@@ -12,7 +12,7 @@ using namespace gpuslice;
 TEST_CASE("error context is prepended at each layer", "[common]") {
   try {
     with_context("cannot inject nvidia.com/gpu=0", [] {
-      with_context("device node " + quoted("/dev/nvidia0"), [] { throw system_error("lstat", ENOENT); });
+      with_context("device node " + quote("/dev/nvidia0"), [] { throw system_error("lstat", ENOENT); });
     });
     FAIL("no exception");
   } catch (const Error &e) {
@@ -22,7 +22,7 @@ TEST_CASE("error context is prepended at each layer", "[common]") {
 }
 
 TEST_CASE("quoted escapes control characters", "[common]") {
-  CHECK(quoted("a\"b\n") == "\"a\\\"b\\x0a\"");
+  CHECK(quote("a\"b\n") == "\"a\\\"b\\x0a\"");
 }
 
 TEST_CASE("clean_path and depth", "[common]") {

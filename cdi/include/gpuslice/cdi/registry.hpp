@@ -33,9 +33,14 @@ struct ResolvedDevice {
   const Device *device = nullptr;
 };
 
+// How refresh() notices changes: inotify where available (stamps otherwise),
+// or always stamps (for tests of that path, and file systems without inotify).
+enum class ChangeDetection { automatic, stamps };
+
 class Registry {
 public:
-  explicit Registry(std::vector<std::string> spec_dirs = kDefaultSpecDirs);
+  explicit Registry(std::vector<std::string> spec_dirs = kDefaultSpecDirs,
+                    ChangeDetection detection = ChangeDetection::automatic);
   ~Registry();
   Registry(const Registry &) = delete;
   Registry &operator=(const Registry &) = delete;
@@ -68,6 +73,10 @@ private:
   std::unordered_map<std::string, ResolvedDevice> devices_;
   std::unique_ptr<Watch> watch_;
   bool loaded_ = false;
+
+public:
+  // Whether refresh() uses inotify (false: stamps); for tests and diagnostics.
+  bool uses_inotify() const;
 };
 
 // "/etc/cdi, /var/run/cdi" for messages.

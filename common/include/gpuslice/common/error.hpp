@@ -38,7 +38,7 @@ private:
 Error system_error(std::string_view what, int err = errno);
 
 // Quotes a path or name for messages: "/dev/nvidia0".
-std::string quoted(std::string_view s);
+std::string quote(std::string_view s);
 
 // Runs fn(); an Error escaping it gets ctx prepended.
 template <typename Fn> decltype(auto) with_context(std::string_view ctx, Fn &&fn) {

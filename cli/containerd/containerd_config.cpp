@@ -58,7 +58,7 @@ bool path_exists(const std::string &path) {
   if (::lstat(path.c_str(), &st) == 0)
     return true;
   if (errno != ENOENT && errno != ENOTDIR)
-    throw system_error("cannot stat " + quoted(path));
+    throw system_error("cannot stat " + quote(path));
   return false;
 }
 
@@ -92,11 +92,11 @@ std::vector<std::string> resolve_imports(const std::string &importer, const toml
     return out;
   const toml::array *imports = node->as_array();
   if (!imports)
-    throw Error("\"imports\" in " + quoted(importer) + " is not an array");
+    throw Error("\"imports\" in " + quote(importer) + " is not an array");
   for (const toml::node &entry : *imports) {
     auto value = entry.value<std::string>();
     if (!value)
-      throw Error("\"imports\" in " + quoted(importer) + " has an entry that is not a string");
+      throw Error("\"imports\" in " + quote(importer) + " has an entry that is not a string");
     std::string path =
         fs::is_absolute(*value) ? fs::clean_path(*value) : fs::clean_path(fs::dirname(importer) + "/" + *value);
     if (!has_glob(path)) {
@@ -138,7 +138,7 @@ std::vector<LoadedFile> load_chain(const std::string &main_path, const toml::tab
       chain.push_back({path, std::nullopt});
       continue;
     }
-    toml::table table = path == main_path ? main_table : with_context("imported config " + quoted(path), [&] {
+    toml::table table = path == main_path ? main_table : with_context("imported config " + quote(path), [&] {
       return text::parse(fs::read_file(path), path);
     });
     auto imports = resolve_imports(path, table, ours);
@@ -197,7 +197,7 @@ toml::table handler_table(const toml::table *cri, const ConfigureOptions &option
     if (const toml::table *source_options = (*source)["options"].as_table()) {
       runtime_options = *source_options;
       if (auto runc_binary = runtime_options["BinaryName"].value<std::string>())
-        notes.push_back("the runc handler runs " + quoted(*runc_binary) +
+        notes.push_back("the runc handler runs " + quote(*runc_binary) +
                         ": list it in `runtimes` of /etc/gpuslice/config.toml so that gpuslice-runtime runs it too");
       runtime_options.erase("BinaryName");
       if (!runtime_options.empty()) {
@@ -226,7 +226,7 @@ toml::table cri_with_handler(const toml::table *effective, const ConfigureOption
     runc.insert("runtime_type", std::string(kRuncV2));
     runtimes.insert("runc", std::move(runc));
   } else if (runtimes.contains(options.handler_name)) {
-    notes.push_back("replaced the existing " + quoted(options.handler_name) + " handler's settings with gpuslice's");
+    notes.push_back("replaced the existing " + quote(options.handler_name) + " handler's settings with gpuslice's");
   }
   runtimes.insert_or_assign(options.handler_name, handler_table(effective, options, notes));
   if (options.set_as_default)
@@ -247,9 +247,9 @@ void validate_options(const ConfigureOptions &o) {
   if (o.handler_name.empty() || !std::all_of(o.handler_name.begin(), o.handler_name.end(), [](char c) {
         return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
       }))
-    throw Error("handler name " + quoted(o.handler_name) + " must be letters, digits, '-' or '_'");
+    throw Error("handler name " + quote(o.handler_name) + " must be letters, digits, '-' or '_'");
   if (!fs::is_absolute(o.runtime_path))
-    throw Error("runtime path " + quoted(o.runtime_path) + " must be absolute");
+    throw Error("runtime path " + quote(o.runtime_path) + " must be absolute");
   text::quote_plain(o.runtime_path);
 }
 
@@ -262,7 +262,7 @@ void note_if_cri_disabled(Plan &plan, const toml::table &file, const std::string
   for (const toml::node &n : *disabled) {
     auto name = n.value<std::string>();
     if (name && (*name == "cri" || *name == "io.containerd.grpc.v1.cri" || *name == plugin_key))
-      plan.notes.push_back("the CRI plugin is disabled in " + quoted(path) + " (disabled_plugins = " + quoted(*name) +
+      plan.notes.push_back("the CRI plugin is disabled in " + quote(path) + " (disabled_plugins = " + quote(*name) +
                            "): Kubernetes pods cannot use the handler until it is enabled");
   }
 }
@@ -274,7 +274,7 @@ void add_backup_if_needed(Plan &plan, const std::string &config_path, const std:
   if (path_exists(backup))
     return;
   plan.changes.push_back({FileChange::Kind::write, backup, original, mode_of(config_path),
-                          "back up " + quoted(config_path) + " as " + quoted(backup)});
+                          "back up " + quote(config_path) + " as " + quote(backup)});
 }
 
 // Version 2 and 3: drop-in plus an imports entry.
@@ -305,14 +305,14 @@ void plan_with_drop_in(Plan &plan, const ConfigureOptions &o, const std::string 
     }
     note_if_cri_disabled(plan, *f.table, f.path, plugin_key);
     if (f.path != o.config_path && version_of_table(*f.table, f.path) != version)
-      plan.notes.push_back("imported config " + quoted(f.path) + " has another config version than " +
-                           quoted(o.config_path));
+      plan.notes.push_back("imported config " + quote(f.path) + " has another config version than " +
+                           quote(o.config_path));
     const toml::table *cri = plugin_table(*f.table, plugin_key);
     if (!cri)
       continue;
     if (after_ours)
-      throw Error(quoted(f.path) + " is imported after " + quoted(drop_in) + " and sets the plugins." +
-                  quoted(plugin_key) +
+      throw Error(quote(f.path) + " is imported after " + quote(drop_in) + " and sets the plugins." +
+                  quote(plugin_key) +
                   " table, which would replace gpuslice's (containerd before 2.1): pass a --drop-in "
                   "path that loads last");
     effective = cri;
@@ -331,24 +331,24 @@ void plan_with_drop_in(Plan &plan, const ConfigureOptions &o, const std::string 
 
   auto existing_drop_in = read_if_exists(drop_in);
   if (existing_drop_in && !existing_drop_in->starts_with(kDropInHeader))
-    throw Error("refusing to overwrite " + quoted(drop_in) +
+    throw Error("refusing to overwrite " + quote(drop_in) +
                 ": gpuslice did not write it; pass --drop-in with another path");
   if (!existing_drop_in || *existing_drop_in != drop_in_text)
     plan.changes.push_back({FileChange::Kind::write, drop_in, drop_in_text, 0644,
-                            "write drop-in " + quoted(drop_in) + " with the " + quoted(o.handler_name) + " handler"});
+                            "write drop-in " + quote(drop_in) + " with the " + quote(o.handler_name) + " handler"});
   if (!current) {
     if (created_earlier != new_main)
       plan.changes.push_back({FileChange::Kind::write, o.config_path, new_main, 0644,
-                              "create " + quoted(o.config_path) + " (version " + std::to_string(kNewFileVersion) +
+                              "create " + quote(o.config_path) + " (version " + std::to_string(kNewFileVersion) +
                                   ", imports the drop-in); containerd's defaults apply otherwise"});
   } else if (new_main != *current) {
     add_backup_if_needed(plan, o.config_path, *current);
     plan.changes.push_back({FileChange::Kind::write, o.config_path, new_main, static_cast<mode_t>(-1),
-                            covered ? "take gpuslice's edits out of " + quoted(o.config_path)
-                                    : "add " + quoted(drop_in) + " to imports in " + quoted(o.config_path)});
+                            covered ? "take gpuslice's edits out of " + quote(o.config_path)
+                                    : "add " + quote(drop_in) + " to imports in " + quote(o.config_path)});
   }
   if (effective)
-    plan.notes.push_back("the drop-in carries a copy of the CRI settings from " + quoted(effective_from) +
+    plan.notes.push_back("the drop-in carries a copy of the CRI settings from " + quote(effective_from) +
                          ": after changing them there, rerun `gpuslice configure containerd`");
 }
 
@@ -377,7 +377,7 @@ std::string with_default_runtime_v1(const ConfigureOptions &o, const std::string
     } catch (const Error &) {
     }
   }
-  throw Error("cannot set default_runtime_name in " + quoted(o.config_path) +
+  throw Error("cannot set default_runtime_name in " + quote(o.config_path) +
               " (version 1): add `default_runtime_name = " + value + "` to [plugins.cri.containerd] by hand");
 }
 
@@ -387,7 +387,7 @@ void plan_in_main_file(Plan &plan, const ConfigureOptions &o, const std::string 
   note_if_cri_disabled(plan, base_table, o.config_path, "cri");
   const toml::table *cri = plugin_table(base_table, "cri");
   if (cri && (*cri)["containerd"]["runtimes"][o.handler_name])
-    throw Error("handler " + quoted(o.handler_name) + " is already defined in " + quoted(o.config_path) +
+    throw Error("handler " + quote(o.handler_name) + " is already defined in " + quote(o.config_path) +
                 " and gpuslice did not write it: remove it or pass another --handler-name");
   ConfigureOptions without_default = o;
   without_default.set_as_default = false;
@@ -407,16 +407,16 @@ void plan_in_main_file(Plan &plan, const ConfigureOptions &o, const std::string 
     new_main = with_default_runtime_v1(o, base, new_main, to_toml(block_table));
 
   toml::table check =
-      with_context("gpuslice's edit of " + quoted(o.config_path) + " is not valid TOML, please report it",
+      with_context("gpuslice's edit of " + quote(o.config_path) + " is not valid TOML, please report it",
                    [&] { return text::parse(new_main, o.config_path); });
   if (check["plugins"]["cri"]["containerd"]["runtimes"][o.handler_name]["options"]["BinaryName"].value<std::string>() !=
       o.runtime_path)
-    throw Error("cannot add the handler to " + quoted(o.config_path) + ": the edited file does not show it");
+    throw Error("cannot add the handler to " + quote(o.config_path) + ": the edited file does not show it");
   if (new_main != current) {
     add_backup_if_needed(plan, o.config_path, current);
     plan.changes.push_back(
         {FileChange::Kind::write, o.config_path, new_main, static_cast<mode_t>(-1),
-         "add the " + quoted(o.handler_name) + " handler to " + quoted(o.config_path) + " (version 1)"});
+         "add the " + quote(o.handler_name) + " handler to " + quote(o.config_path) + " (version 1)"});
   }
 }
 
@@ -424,7 +424,7 @@ void plan_in_main_file(Plan &plan, const ConfigureOptions &o, const std::string 
 void apply_one(const FileChange &c) {
   if (c.kind == FileChange::Kind::remove) {
     if (::unlink(c.path.c_str()) != 0 && errno != ENOENT)
-      throw system_error("cannot remove " + quoted(c.path));
+      throw system_error("cannot remove " + quote(c.path));
     return;
   }
   // A main config that is a symlink (to a file managed elsewhere) stays a
@@ -434,7 +434,7 @@ void apply_one(const FileChange &c) {
   if (::lstat(c.path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
     char *resolved = ::realpath(c.path.c_str(), nullptr);
     if (!resolved)
-      throw system_error("cannot resolve the symlink " + quoted(c.path));
+      throw system_error("cannot resolve the symlink " + quote(c.path));
     target = resolved;
     ::free(resolved);
   }
@@ -443,9 +443,9 @@ void apply_one(const FileChange &c) {
     // The drop-in directory (conf.d) is the only one gpuslice creates.
     std::string parent = fs::dirname(dir);
     if (!path_exists(parent))
-      throw Error("cannot write " + quoted(c.path) + ": " + quoted(parent) + " does not exist");
+      throw Error("cannot write " + quote(c.path) + ": " + quote(parent) + " does not exist");
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-      throw system_error("cannot create directory " + quoted(dir));
+      throw system_error("cannot create directory " + quote(dir));
   }
   fs::write_file_atomic(target, c.content, c.mode);
 }
@@ -479,7 +479,7 @@ int version_of_table(const toml::table &t, const std::string &source_name) {
     return 1;
   auto n = v->value<int64_t>();
   if (!n || *n < 1 || *n > 3)
-    throw Error("config " + quoted(source_name) + " has version " + (n ? std::to_string(*n) : "of the wrong type") +
+    throw Error("config " + quote(source_name) + " has version " + (n ? std::to_string(*n) : "of the wrong type") +
                 "; gpuslice knows containerd config versions 1, 2 and 3");
   return static_cast<int>(*n);
 }
@@ -529,17 +529,17 @@ Plan plan_remove(const ConfigureOptions &options) {
                                 o.config_path,
                                 {},
                                 0,
-                                "remove " + quoted(o.config_path) + ", which gpuslice created"});
+                                "remove " + quote(o.config_path) + ", which gpuslice created"});
       else if (*base != *current)
         plan.changes.push_back({FileChange::Kind::write, o.config_path, *base, static_cast<mode_t>(-1),
-                                "take gpuslice's edits out of " + quoted(o.config_path)});
+                                "take gpuslice's edits out of " + quote(o.config_path)});
     }
     if (auto drop_in = read_if_exists(o.drop_in_path)) {
       if (drop_in->starts_with(kDropInHeader))
         plan.changes.push_back(
-            {FileChange::Kind::remove, o.drop_in_path, {}, 0, "remove drop-in " + quoted(o.drop_in_path)});
+            {FileChange::Kind::remove, o.drop_in_path, {}, 0, "remove drop-in " + quote(o.drop_in_path)});
       else
-        plan.notes.push_back("left " + quoted(o.drop_in_path) + " alone: gpuslice did not write it");
+        plan.notes.push_back("left " + quote(o.drop_in_path) + " alone: gpuslice did not write it");
     }
     std::string backup = backup_path_of(o.config_path);
     if (base)
@@ -548,7 +548,7 @@ Plan plan_remove(const ConfigureOptions &options) {
                                 backup,
                                 {},
                                 0,
-                                "remove the backup " + quoted(backup) + ": the config is back to it"});
+                                "remove the backup " + quote(backup) + ": the config is back to it"});
     return plan;
   });
 }

@@ -130,7 +130,7 @@ bool undo_one_replacement(std::string &text, std::string_view source_name) {
   std::string_view rest = marker.body.substr(kReplacedPrefix.size());
   std::size_t was = rest.find(kReplacedWas);
   if (was == std::string_view::npos)
-    throw Error("malformed gpuslice mark " + quoted(marker.body) + ": restore the value by hand and delete that line");
+    throw Error("malformed gpuslice mark " + quote(marker.body) + ": restore the value by hand and delete that line");
   std::string key(rest.substr(0, was));
   std::string original(rest.substr(was + kReplacedWas.size()));
   std::size_t marker_line =
@@ -139,7 +139,7 @@ bool undo_one_replacement(std::string &text, std::string_view source_name) {
   toml::table parsed = parse(text, source_name);
   const toml::node *value = find_key_on_line(parsed, marker_line, key);
   if (!value)
-    throw Error("gpuslice mark for " + quoted(key) + " is not followed by that key: restore it by hand");
+    throw Error("gpuslice mark for " + quote(key) + " is not followed by that key: restore it by hand");
   std::size_t from = offset_of(text, value->source().begin), to = offset_of(text, value->source().end);
   text = text.substr(0, from) + original + text.substr(to);
   return true;
@@ -155,7 +155,7 @@ bool undo_one_import(std::string &text, std::string_view source_name) {
     rest.remove_suffix(kImportSuffix.size());
   // The entry was written by quote_plain: a basic string without escapes.
   if (rest.size() < 2 || rest.front() != '"' || rest.back() != '"')
-    throw Error("malformed gpuslice mark " + quoted(marker.body) + ": remove the entry from imports by hand");
+    throw Error("malformed gpuslice mark " + quote(marker.body) + ": remove the entry from imports by hand");
   std::string entry(rest.substr(1, rest.size() - 2));
   text = erase_range(text, marker.start, marker.next);
   toml::table parsed = parse(text, source_name);
@@ -186,7 +186,7 @@ bool undo_one_block(std::string &text, bool &created_file) {
     return false;
   Line end{};
   if (!find_line(text, kEnd, end, begin.next))
-    throw Error("gpuslice block that starts with " + quoted(begin.body) + " has no " + quoted(kEnd) +
+    throw Error("gpuslice block that starts with " + quote(begin.body) + " has no " + quote(kEnd) +
                 " line: remove it by hand");
   std::size_t from = begin.start;
   if (begin.body.starts_with(kBeginAfterNewline) && from > 0 && text[from - 1] == '\n')
@@ -205,7 +205,7 @@ toml::table parse(std::string_view text, std::string_view source_name) {
   } catch (const toml::parse_error &e) {
     std::ostringstream where;
     where << "line " << e.source().begin.line << ", column " << e.source().begin.column;
-    throw Error("cannot parse " + quoted(source_name) + " as TOML: " + std::string(e.description()) + " at " +
+    throw Error("cannot parse " + quote(source_name) + " as TOML: " + std::string(e.description()) + " at " +
                 where.str());
   }
 }
@@ -228,9 +228,8 @@ std::size_t offset_of(std::string_view text, const toml::source_position &pos) {
 std::string quote_plain(std::string_view value) {
   for (char c : value)
     if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      throw Error(quoted(value) +
-                  " contains a quote, a backslash or a control character, which gpuslice does not write "
-                  "into containerd's config");
+      throw Error(quote(value) + " contains a quote, a backslash or a control character, which gpuslice does not write "
+                                 "into containerd's config");
   return "\"" + std::string(value) + "\"";
 }
 
@@ -284,7 +283,7 @@ std::string replace_value(std::string_view text, const toml::node &node, std::si
   std::size_t from = offset_of(text, node.source().begin), to = offset_of(text, node.source().end);
   std::string_view original = text.substr(from, to - from);
   if (original.find('\n') != std::string_view::npos)
-    throw Error("the value of " + quoted(key_name) + " spans several lines: gpuslice does not replace it");
+    throw Error("the value of " + quote(key_name) + " spans several lines: gpuslice does not replace it");
   std::string out(text.substr(0, from));
   out += new_value_text;
   out += text.substr(to);

@@ -27,6 +27,10 @@ constexpr std::string_view kImportSuffix = " (`gpuslice configure containerd --r
 constexpr std::string_view kReplacedPrefix = "# gpuslice: replaced the value of ";
 constexpr std::string_view kReplacedWas = " below (`--remove` restores it), was: ";
 
+// Where the TOML text starts: after a UTF-8 byte order mark, which toml++
+// skips (so column 1 of line 1 is after it) and which must stay first.
+std::size_t content_start(std::string_view text) { return text.starts_with("\xEF\xBB\xBF") ? 3 : 0; }
+
 // Offsets of the first byte of every line; a final entry for text.size().
 std::vector<std::size_t> line_starts(std::string_view text) {
   std::vector<std::size_t> starts{0};
@@ -52,7 +56,7 @@ struct Line {
 
 // The first line (from byte `from`) whose left-trimmed text starts with prefix.
 bool find_line(std::string_view text, std::string_view prefix, Line &out, std::size_t from = 0) {
-  std::size_t pos = from;
+  std::size_t pos = std::max(from, content_start(text));
   while (pos < text.size()) {
     std::size_t nl = text.find('\n', pos);
     std::size_t end = nl == std::string_view::npos ? text.size() : nl;
@@ -82,7 +86,7 @@ std::string block(std::string_view begin_marker, std::string_view body) {
 std::size_t offset_after_line(std::string_view text, std::size_t line_number, bool &needs_newline) {
   needs_newline = false;
   if (line_number == 0)
-    return 0;
+    return content_start(text);
   auto starts = line_starts(text);
   // starts has one entry per line start plus text.size() when the last line has no '\n'.
   if (line_number < starts.size() && starts[line_number] <= text.size() && text[starts[line_number] - 1] == '\n')
@@ -214,7 +218,7 @@ std::size_t offset_of(std::string_view text, const toml::source_position &pos) {
   auto starts = line_starts(text);
   if (pos.line == 0 || pos.line > starts.size())
     return text.size();
-  std::size_t offset = starts[pos.line - 1];
+  std::size_t offset = pos.line == 1 ? content_start(text) : starts[pos.line - 1];
   // Columns count code points: skip UTF-8 continuation bytes.
   for (toml::source_index column = 1; column < pos.column && offset < text.size();) {
     ++offset;

@@ -355,6 +355,7 @@ TEST_CASE("imports edits: empty array, single line, trailing comma, no final new
        {std::string("version = 2\nimports = []\n"),
         std::string("version = 2\nimports = [\"/a.toml\"] # keep\n[x]\ny = 1"),
         std::string("version = 2\nimports = [\n  \"/a.toml\",\n  \"/b.toml\", # b\n]\n"), std::string("version = 2"),
+        std::string("\xEF\xBB\xBFversion = 2\n[x]\n"), std::string("\xEF\xBB\xBFimports = [\"/a.toml\"]\r\n[x]\r\n"),
         std::string("version = 2\nimports = [\"/donn\u00e9es/\u00e9t\u00e9.toml\"] # \u00e7a\n")}) {
     CAPTURE(original);
     toml::table parsed = text::parse(original, "x");

@@ -1,0 +1,157 @@
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/shim/bundle.hpp"
+#include "gpuslice/shim/command_line.hpp"
+#include "gpuslice/shim/requests.hpp"
+#include "gpuslice/shim/runtime.hpp"
+
+#include "tempdir.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+using namespace gpuslice;
+using namespace gpuslice::shim;
+using gpuslice::testing::TempDir;
+
+namespace {
+CommandLine parse(std::vector<const char *> args) {
+  args.insert(args.begin(), "gpuslice-runtime");
+  return parse_command_line(static_cast<int>(args.size()), args.data());
+}
+} // namespace
+
+TEST_CASE("command line: global flags, verb, bundle and id as containerd passes them", "[shim]") {
+  auto cl = parse({"--root", "/run/containerd/runc/k8s.io", "--log", "/run/x/log.json", "--log-format", "json",
+                   "--systemd-cgroup", "create", "--bundle", "/b", "--pid-file", "/b/init.pid", "ctr-1"});
+  CHECK(cl.verb == "create");
+  CHECK(cl.edits_bundle());
+  CHECK(cl.bundle == "/b");
+  CHECK(cl.container_id == "ctr-1");
+  CHECK(cl.log_path == "/run/x/log.json");
+  CHECK(cl.log_format == "json");
+  CHECK(cl.args.size() == 13); // passed on untouched
+
+  auto eq = parse({"--root=/r", "--log=/l", "run", "-b=/bb", "--detach", "--console-socket", "/s", "id2"});
+  CHECK(eq.verb == "run");
+  CHECK(eq.bundle == "/bb");
+  CHECK(eq.container_id == "id2");
+  CHECK(eq.log_path == "/l");
+
+  auto del = parse({"--root", "/r", "delete", "--force", "id3"});
+  CHECK(del.verb == "delete");
+  CHECK_FALSE(del.edits_bundle());
+  CHECK(del.bundle.empty());
+
+  CHECK(parse({"--version"}).verb.empty());
+  CHECK(parse({}).verb.empty());
+  // A value that looks like a verb belongs to its flag.
+  CHECK(parse({"--root", "create", "state", "x"}).verb == "state");
+  CHECK(parse({"create", "x"}).bundle.empty()); // runc's default: the current dir
+}
+
+TEST_CASE("requests: annotations, qualified linux.devices, env only when accepted", "[shim]") {
+  Config config;
+  auto oci = cdi::OciSpec::parse(R"({
+    "annotations": {"cdi.k8s.io/dra_claim-b": "nvidia.com/gpu=1", "cdi.k8s.io/dra_claim-a": "nvidia.com/gpu=0,nvidia.com/gpu=1",
+                    "io.kubernetes.cri.container-name": "x"},
+    "process": {"env": ["NVIDIA_VISIBLE_DEVICES=2,GPU-abc", "GPUSLICE_VISIBLE_DEVICES=vendor.com/x=y"]},
+    "linux": {"devices": [{"path": "/dev/fuse", "type": "c", "major": 10, "minor": 229}, {"path": "vendor.com/nic=eth0"}]}})");
+  auto r = collect_requests(oci, config);
+  CHECK(r.devices == std::vector<std::string>{"nvidia.com/gpu=0", "nvidia.com/gpu=1", "vendor.com/nic=eth0"});
+  CHECK(r.removed_linux_devices);
+  CHECK(oci["linux"]["devices"].size() == 1);
+
+  config.accept_env_requests = true;
+  auto oci2 = cdi::OciSpec::parse(R"({"process": {"env": ["NVIDIA_VISIBLE_DEVICES=2,GPU-abc"]}})");
+  CHECK(collect_requests(oci2, config).devices == std::vector<std::string>{"nvidia.com/gpu=2", "nvidia.com/gpu=GPU-abc"});
+  auto oci3 = cdi::OciSpec::parse(R"({"process": {"env": ["NVIDIA_VISIBLE_DEVICES=0", "GPUSLICE_VISIBLE_DEVICES=vendor.com/x=y"]}})");
+  CHECK(collect_requests(oci3, config).devices == std::vector<std::string>{"vendor.com/x=y"});
+
+  auto bad = cdi::OciSpec::parse(R"({"annotations": {"cdi.k8s.io/p": "not-a-device"}})");
+  CHECK_THROWS_WITH(collect_requests(bad, config), Catch::Contains("annotation \"cdi.k8s.io/p\""));
+  auto bad_env = cdi::OciSpec::parse(R"({"process": {"env": ["NVIDIA_VISIBLE_DEVICES=a b"]}})");
+  CHECK_THROWS_WITH(collect_requests(bad_env, config), Catch::Contains("visible devices \"a b\""));
+}
+
+TEST_CASE("env values: all, none, void, lists", "[shim]") {
+  CHECK(devices_from_env_value("all", "nvidia.com/gpu") == std::vector<std::string>{"nvidia.com/gpu=all"});
+  CHECK(devices_from_env_value("none", "nvidia.com/gpu").empty());
+  CHECK(devices_from_env_value("void", "nvidia.com/gpu").empty());
+  CHECK(devices_from_env_value("", "nvidia.com/gpu").empty());
+  CHECK(devices_from_env_value("0,,1", "k.io/g") == std::vector<std::string>{"k.io/g=0", "k.io/g=1"});
+  CHECK(devices_from_env_value("a.com/b=c,3", "k.io/g") == std::vector<std::string>{"a.com/b=c", "k.io/g=3"});
+}
+
+TEST_CASE("hooks are added once, with an explicit environment", "[shim]") {
+  Config config;
+  config.hook_path = "/usr/bin/gpuslice-hook";
+  auto oci = cdi::OciSpec::parse(R"({"process": {"env": ["LD_PRELOAD=/evil.so"]}, "hooks": {"createRuntime": [{"path": "/other"}]}})");
+  add_gpuslice_hooks(oci, config, "/tmp/test.toml");
+  add_gpuslice_hooks(oci, config, "/tmp/test.toml");
+  REQUIRE(oci["hooks"]["createRuntime"].size() == 2);
+  REQUIRE(oci["hooks"]["poststop"].size() == 1);
+  const auto &h = oci["hooks"]["createRuntime"][1];
+  CHECK(h["path"] == "/usr/bin/gpuslice-hook");
+  CHECK(h["args"] == cdi::OciSpec::parse(R"(["gpuslice-hook", "createRuntime"])"));
+  CHECK(h["env"] == cdi::OciSpec::parse(R"(["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "GPUSLICE_CONFIG=/tmp/test.toml"])"));
+  add_gpuslice_hooks(oci, config, kDefaultConfigPath);
+  CHECK(oci["hooks"]["poststop"].size() == 1);
+}
+
+TEST_CASE("prepare_bundle: nothing requested leaves config.json alone; failures leave it unchanged", "[shim]") {
+  TempDir t;
+  t.write("cdi/gpu.yaml", "cdiVersion: 0.6.0\nkind: v.com/gpu\ndevices:\n  - name: \"0\"\n    containerEdits:\n      env: [G=0]\n");
+  Config config;
+  config.spec_dirs = {t / "cdi"};
+  const std::string plain = R"({"process": {"env": []}, "annotations": {"other": "x"}})";
+  t.write("b1/config.json", plain);
+  ::chmod((t / "b1/config.json").c_str(), 0600);
+  struct stat before {};
+  ::stat((t / "b1/config.json").c_str(), &before);
+  CHECK_FALSE(prepare_bundle(t / "b1", config, kDefaultConfigPath).written);
+  struct stat after {};
+  ::stat((t / "b1/config.json").c_str(), &after);
+  CHECK(before.st_ino == after.st_ino); // not even replaced
+
+  t.write("b2/config.json", R"({"process": {"env": []}, "annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}})");
+  ::chmod((t / "b2/config.json").c_str(), 0600);
+  auto edit = prepare_bundle(t / "b2", config, kDefaultConfigPath);
+  CHECK(edit.written);
+  CHECK(edit.devices == std::vector<std::string>{"v.com/gpu=0"});
+  auto written = cdi::OciSpec::parse(fs::read_file(t / "b2/config.json"));
+  CHECK(written["process"]["env"] == cdi::OciSpec::parse(R"(["G=0"])"));
+  CHECK(written["hooks"]["poststop"].size() == 1);
+  struct stat st {};
+  ::stat((t / "b2/config.json").c_str(), &st);
+  CHECK((st.st_mode & 07777) == 0600);
+
+  const std::string unknown = R"({"annotations": {"cdi.k8s.io/x": "v.com/gpu=9"}})";
+  t.write("b3/config.json", unknown);
+  CHECK_THROWS_WITH(prepare_bundle(t / "b3", config, kDefaultConfigPath), Catch::Contains("\"v.com/gpu=9\"") && Catch::Contains(t / "cdi"));
+  CHECK(fs::read_file(t / "b3/config.json") == unknown);
+  CHECK_THROWS_WITH(prepare_bundle(t / "missing", config, kDefaultConfigPath), Catch::Contains("config.json"));
+}
+
+TEST_CASE("find_runtime: absolute paths, PATH search, clear error", "[shim]") {
+  Config config;
+  config.runtimes = {"/nonexistent/runc", "/bin/sh"};
+  CHECK(find_runtime(config) == "/bin/sh");
+  config.runtimes = {"definitely-not-a-runtime", "/nonexistent/crun"};
+  CHECK_THROWS_WITH(find_runtime(config), Catch::Contains("\"definitely-not-a-runtime\", \"/nonexistent/crun\"") &&
+                                              Catch::Contains("install runc or crun"));
+}
+
+TEST_CASE("runtime log lines are what containerd's shim parses", "[shim]") {
+  TempDir t;
+  write_runtime_log(t / "log.json", "json", "cannot create \"x\": \"quoted\"\nline");
+  write_runtime_log(t / "log.txt", "text", "boom");
+  auto line = fs::read_file(t / "log.json");
+  auto j = nlohmann::json::parse(line);
+  CHECK(j["level"] == "error");
+  CHECK(j["msg"] == "cannot create \"x\": \"quoted\"\nline");
+  CHECK(j["time"].get<std::string>().size() >= 20);
+  CHECK(line.back() == '\n');
+  CHECK_THAT(fs::read_file(t / "log.txt"), Catch::Contains("level=error msg=\"boom\""));
+  write_runtime_log("", "json", "ignored"); // no --log: nothing to do
+}

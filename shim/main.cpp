@@ -18,10 +18,21 @@ using namespace gpuslice;
 
 namespace {
 
-int fail(const shim::CommandLine &cl, const std::string &message) {
+// Logging is set up only when there is something to log: a container that
+// asks for no GPU must not pay for opening log files.
+void start_logging(const Config &config) {
+  static bool started = false;
+  if (!started)
+    log::setup("gpuslice-runtime", config.log);
+  started = true;
+}
+
+int fail(const shim::CommandLine &cl, const Config &config, const std::string &message) {
   std::fprintf(stderr, "gpuslice-runtime: %s\n", message.c_str());
   shim::write_runtime_log(cl.log_path, cl.log_format, "gpuslice: " + message);
+  start_logging(config);
   spdlog::error("{}", message);
+  spdlog::shutdown();
   return 1;
 }
 
@@ -37,35 +48,37 @@ int main(int argc, char **argv) {
     // delete, kill and state must keep working with a broken config, or
     // containers could never be cleaned up; only create refuses.
     if (cl.edits_bundle())
-      return fail(cl, e.message());
+      return fail(cl, config, e.message());
   }
 
   std::string runtime;
   try {
     runtime = shim::find_runtime(config);
   } catch (const Error &e) {
-    return fail(cl, e.message());
+    return fail(cl, config, e.message());
   }
 
   if (cl.edits_bundle()) {
-    log::setup("gpuslice-runtime", config.log);
     try {
       const auto edit = shim::prepare_bundle(cl.bundle, config, config_file);
       if (edit.written) {
+        start_logging(config);
+        for (const auto &w : edit.warnings)
+          spdlog::warn("{}", w);
         std::string devices;
         for (const auto &d : edit.devices)
           devices += (devices.empty() ? "" : ",") + d;
         spdlog::info("container {}: injected {}", cl.container_id, devices);
+        spdlog::shutdown();
       }
     } catch (const Error &e) {
-      return fail(cl, "cannot create container " + quote(cl.container_id) + ": " + e.message());
+      return fail(cl, config, "cannot create container " + quote(cl.container_id) + ": " + e.message());
     }
-    spdlog::shutdown();
   }
 
   try {
     shim::exec_runtime(runtime, cl.args);
   } catch (const Error &e) {
-    return fail(cl, e.message());
+    return fail(cl, config, e.message());
   }
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# README's test command: configure, build and run every test (unit and, as
-# root, integration). Needs the packages .ci/run installs.
+# README's test command: installs what is missing, configures, builds and runs
+# every test (unit, and as root the integration tests with real runc, crun and
+# containerd). Extra arguments go to ctest (e.g. -L unit, -R cdi).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"$(nproc)"
 cd build

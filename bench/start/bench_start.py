@@ -89,11 +89,11 @@ def main() -> int:
         (rootfs / ocitest.FakeGpu.MOUNT_DEST.lstrip("/")).mkdir(parents=True, exist_ok=True)
         template = ocitest.runc_spec_template(tmp / "template")
         gpu = ocitest.FakeGpu(tmp / "gpu", with_hook=False)
+        hook = os.environ.get("GPUSLICE_HOOK") or str(Path(wrapper).resolve().parent.parent / "hook" / "gpuslice-hook")
         conf = tmp / "gpuslice.toml"
         conf.write_text(f'[cdi]\nspec-dirs = ["{gpu.spec_dir}"]\n\n[runtime]\nruntimes = ["{lowlevel}"]\n'
                         f'state-dir = "{tmp / "state"}"\n' +
-                        (f'hook-path = "{os.path.abspath(os.environ["GPUSLICE_HOOK"])}"\n'
-                         if os.environ.get("GPUSLICE_HOOK") else "") +
+                        f'hook-path = "{os.path.abspath(hook)}"\n' +
                         f'\n[log]\nlevel = "warn"\ntarget = "file"\ndirectory = "{tmp / "log"}"\n')
         root = tmp / "runtime-state"
         plain = ocitest.Runtime(os.path.basename(lowlevel), [lowlevel], root)

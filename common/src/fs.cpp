@@ -47,7 +47,7 @@ std::string read_file(const std::string &path) {
   return out;
 }
 
-void write_file_atomic(const std::string &path, std::string_view data, mode_t mode) {
+void write_file_atomic(const std::string &path, std::string_view data, mode_t mode, Durability durability) {
   if (mode == static_cast<mode_t>(-1)) {
     struct stat st {};
     mode = ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0644;
@@ -76,7 +76,7 @@ void write_file_atomic(const std::string &path, std::string_view data, mode_t mo
   // The umask may have narrowed the mode given to open().
   if (::fchmod(fd, mode & 07777) != 0)
     fail("cannot chmod");
-  if (::fsync(fd) != 0)
+  if (durability == Durability::synced && ::fsync(fd) != 0)
     fail("cannot sync");
   if (::close(fd) != 0) {
     Error e = system_error("cannot close " + quote(tmp));

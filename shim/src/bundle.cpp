@@ -5,8 +5,6 @@
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/shim/requests.hpp"
 
-#include <spdlog/spdlog.h>
-
 namespace gpuslice::shim {
 
 namespace {
@@ -53,7 +51,7 @@ BundleEdit prepare_bundle(const std::string &bundle_dir, const Config &config, c
     cdi::Registry registry(config.spec_dirs, cdi::ChangeDetection::stamps);
     registry.reload();
     for (const auto &e : registry.errors())
-      spdlog::warn("CDI spec {}: {}", e.path, e.message);
+      edit.warnings.push_back("CDI spec " + e.path + ": " + e.message);
     cdi::inject_devices(registry, oci, requests.devices);
     add_gpuslice_hooks(oci, config, config_file);
   }
@@ -63,7 +61,7 @@ BundleEdit prepare_bundle(const std::string &bundle_dir, const Config &config, c
   } catch (const nlohmann::json::exception &e) {
     throw Error(std::string("cannot serialise the edited OCI spec: ") + e.what());
   }
-  with_context("OCI spec " + quote(path), [&] { fs::write_file_atomic(path, text); });
+  with_context("OCI spec " + quote(path), [&] { fs::write_file_atomic(path, text, static_cast<mode_t>(-1), fs::Durability::atomic); });
   edit.written = true;
   edit.devices = std::move(requests.devices);
   return edit;

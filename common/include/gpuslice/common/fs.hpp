@@ -12,9 +12,16 @@ namespace gpuslice::fs {
 // Whole file as bytes; throws Error naming the path.
 std::string read_file(const std::string &path);
 
+enum class Durability {
+  synced, // fsync before the rename: survives a crash (configuration files)
+  atomic, // rename only: readers see old or new, never half (a bundle's config.json,
+          // which does not outlive its container; fsync costs milliseconds on a disk)
+};
+
 // Replaces path atomically with data. The new file gets `mode`, or the mode of
 // the file it replaces when mode is -1 (0644 when there was none).
-void write_file_atomic(const std::string &path, std::string_view data, mode_t mode = static_cast<mode_t>(-1));
+void write_file_atomic(const std::string &path, std::string_view data, mode_t mode = static_cast<mode_t>(-1),
+                       Durability durability = Durability::synced);
 
 // Lexically cleaned absolute or relative path: no "." or empty components,
 // ".." resolved lexically (never above "/"), no trailing slash.

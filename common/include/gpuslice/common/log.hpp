@@ -11,7 +11,7 @@ namespace gpuslice::log {
 
 struct Options {
   std::string level = "info";          // trace, debug, info, warn, error, off
-  std::string target = "stderr";       // file, syslog, stderr
+  std::string target = "file";         // file, syslog, stderr
   std::string directory = "/var/log/gpuslice";
 };
 

@@ -14,7 +14,8 @@ namespace gpuslice::shim {
 
 struct BundleEdit {
   bool written = false;
-  std::vector<std::string> devices; // what was injected
+  std::vector<std::string> devices;  // what was injected
+  std::vector<std::string> warnings; // spec files that failed to load (others were used)
 };
 
 // Throws Error naming the device, spec or file; config.json is then untouched.

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# README's main job: builds gpuslice, then starts a real container through
+# gpuslice-runtime + runc that asks for a GPU the way a DRA claim does (a
+# cdi.k8s.io/ annotation), and shows what the container got. Without a GPU,
+# the GPU is simulated: device nodes made with mknod (char 195:0 and 195:255,
+# the NVIDIA majors) and a CDI spec describing them, as a DRA driver would.
+# Run as root on Debian 12 / Ubuntu 22.04. Leaves nothing behind.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "$(id -u)" -eq 0 ] || { echo "gpu-container.sh: run as root (it creates device nodes and containers)" >&2; exit 1; }
+
+bash scripts/install-deps.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$(nproc)" --target gpuslice gpuslice-runtime gpuslice-hook >/dev/null
+
+work=$(mktemp -d /tmp/gpuslice-demo-XXXXXX)
+root="$work/runc-root"
+id="gpuslice-demo-$$"
+cleanup() {
+  runc --root "$root" delete --force "$id" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# A simulated GPU: its device nodes and the CDI spec a DRA driver would write.
+mkdir -p "$work/dev" "$work/cdi" "$work/driver"
+mknod -m 666 "$work/dev/nvidia0" c 195 0
+mknod -m 666 "$work/dev/nvidiactl" c 195 255
+echo "550.54.15 (simulated)" > "$work/driver/version"
+cat > "$work/cdi/demo-gpu.yaml" <<SPEC
+cdiVersion: "0.6.0"
+kind: nvidia.com/gpu
+containerEdits:
+  env: ["NVIDIA_DRIVER_CAPABILITIES=compute,utility"]
+  deviceNodes:
+    - {path: /dev/nvidiactl, hostPath: $work/dev/nvidiactl}
+  mounts:
+    - {hostPath: $work/driver, containerPath: /usr/local/nvidia, options: [ro, nosuid, nodev, bind]}
+devices:
+  - name: "0"
+    containerEdits:
+      env: [NVIDIA_VISIBLE_DEVICES=0]
+      deviceNodes:
+        - {path: /dev/nvidia0, hostPath: $work/dev/nvidia0}
+SPEC
+
+cat > "$work/gpuslice.toml" <<CONF
+[cdi]
+spec-dirs = ["$work/cdi"]
+[runtime]
+runtimes = ["runc"]
+hook-path = "$PWD/build/hook/gpuslice-hook"
+state-dir = "$work/state"
+[log]
+target = "stderr"
+level = "warn"
+CONF
+export GPUSLICE_CONFIG="$work/gpuslice.toml"
+
+echo "== CDI devices on this node (gpuslice cdi list)"
+build/cli/gpuslice cdi list
+
+# A busybox bundle whose spec asks for nvidia.com/gpu=0 through an annotation.
+mkdir -p "$work/bundle/rootfs/bin"
+cp /bin/busybox "$work/bundle/rootfs/bin/busybox"
+for applet in sh ls cat env grep mount head; do ln -s busybox "$work/bundle/rootfs/bin/$applet"; done
+(cd "$work/bundle" && runc spec)
+python3 - "$work/bundle/config.json" <<'PY'
+import json, sys
+path = sys.argv[1]
+c = json.load(open(path))
+c["process"]["terminal"] = False
+c["process"]["args"] = ["sh", "-c",
+    "echo '-- devices:'; ls -l /dev/nvidia0 /dev/nvidiactl; "
+    "echo '-- env:'; env | grep NVIDIA | sort; "
+    "echo '-- driver mount:'; cat /usr/local/nvidia/version; grep /usr/local/nvidia /proc/mounts; "
+    "echo '-- open /dev/nvidia0 (ENXIO means the device cgroup let it through, there is no driver):'; "
+    "cat /dev/nvidia0 2>&1 | head -1"]
+c.setdefault("annotations", {})["cdi.k8s.io/demo-dra_claim-1"] = "nvidia.com/gpu=0"
+json.dump(c, open(path, "w"), indent=2)
+PY
+
+echo "== container $id started through gpuslice-runtime with cdi.k8s.io annotation nvidia.com/gpu=0"
+build/shim/gpuslice-runtime --root "$root" run --bundle "$work/bundle" "$id"
+left=$(ls -A "$work/state/containers" 2>/dev/null | wc -l)
+echo "== gpuslice-hook created the container's state dir at start and removed it at stop: $left left"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 / Ubuntu 22.04 packages gpuslice builds and tests
+# with. Idempotent: does nothing when everything is already there.
+set -euo pipefail
+packages=(
+  build-essential cmake pkg-config git ca-certificates
+  nlohmann-json3-dev libyaml-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libcli11-dev catch2
+  clang libfuzzer-14-dev libclang-rt-14-dev
+  runc crun containerd busybox-static iproute2 python3 python3-pytest
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]} (run as root to install them)" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+apt-get install -y --no-install-recommends "${missing[@]}"

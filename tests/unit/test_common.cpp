@@ -65,3 +65,23 @@ TEST_CASE("config: defaults, keys and unknown keys", "[common][config]") {
   CHECK_THROWS_WITH(parse_config("[log]\nlevel = \"loud\"\n", "f.toml"), Catch::Contains("loud"));
   CHECK_THROWS_WITH(parse_config("[runtime\n", "f.toml"), Catch::Contains("f.toml"));
 }
+
+TEST_CASE("docs/config.md documents every key with its real default", "[common][config]") {
+  const std::string doc = fs::read_file(GPUSLICE_SOURCE_DIR "/docs/config.md");
+  const auto start = doc.find("```toml\n");
+  REQUIRE(start != std::string::npos);
+  const auto end = doc.find("```", start + 8);
+  REQUIRE(end != std::string::npos);
+  const Config documented = parse_config(doc.substr(start + 8, end - start - 8), "docs/config.md");
+  const Config defaults;
+  CHECK(documented.spec_dirs == defaults.spec_dirs);
+  CHECK(documented.annotation_prefixes == defaults.annotation_prefixes);
+  CHECK(documented.runtimes == defaults.runtimes);
+  CHECK(documented.accept_env_requests == defaults.accept_env_requests);
+  CHECK(documented.default_kind == defaults.default_kind);
+  CHECK(documented.hook_path == defaults.hook_path);
+  CHECK(documented.state_dir == defaults.state_dir);
+  CHECK(documented.log.level == defaults.log.level);
+  CHECK(documented.log.target == defaults.log.target);
+  CHECK(documented.log.directory == defaults.log.directory);
+}

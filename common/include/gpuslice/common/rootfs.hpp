@@ -1,0 +1,27 @@
+// Reading files of a container's root filesystem from the host, as root,
+// without letting the image reach outside it: every path is resolved as if
+// the rootfs were "/", its symlinks (absolute or relative, "..") included.
+// openat2(RESOLVE_IN_ROOT) where the kernel has it (5.6+), otherwise an
+// equivalent walk one component at a time with O_NOFOLLOW.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace gpuslice::rootfs {
+
+enum class Resolver { automatic, walk };
+
+// An fd (O_CLOEXEC) for `path` inside the directory `root_fd`; -1 with errno
+// set on failure. `flags` are open(2) flags; O_NOFOLLOW applies to the last
+// component as usual.
+int open_in_root(int root_fd, const std::string &path, int flags, Resolver resolver = Resolver::automatic);
+
+// The content of a regular file `path` inside `rootfs`, or nullopt when it
+// does not exist. Throws Error when it is not a regular file, is larger than
+// max_size, or cannot be read.
+std::optional<std::string> read_file_in_root(const std::string &rootfs, const std::string &path, std::size_t max_size,
+                                             Resolver resolver = Resolver::automatic);
+
+} // namespace gpuslice::rootfs

@@ -81,6 +81,8 @@ TEST_CASE("docs/config.md documents every key with its real default", "[common][
   CHECK(documented.default_kind == defaults.default_kind);
   CHECK(documented.hook_path == defaults.hook_path);
   CHECK(documented.state_dir == defaults.state_dir);
+  CHECK(documented.interposer_path == defaults.interposer_path);
+  CHECK(documented.accept_gpushare_env == defaults.accept_gpushare_env);
   CHECK(documented.log.level == defaults.log.level);
   CHECK(documented.log.target == defaults.log.target);
   CHECK(documented.log.directory == defaults.log.directory);

@@ -22,6 +22,8 @@ struct Config {
   std::string default_kind = "nvidia.com/gpu";
   std::string hook_path = "/usr/bin/gpuslice-hook";
   std::string state_dir = "/run/gpuslice";
+  std::string interposer_path = "/usr/lib/gpuslice/libgpuslice-cuda.so";
+  bool accept_gpushare_env = false;
   // [log]
   log::Options log;
 };

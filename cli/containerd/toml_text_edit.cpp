@@ -5,6 +5,7 @@
 #include "toml_text_edit.hpp"
 
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/toml_guard.hpp"
 
 #include <algorithm>
 #include <sstream>
@@ -204,6 +205,7 @@ bool undo_one_block(std::string &text, bool &created_file) {
 } // namespace
 
 toml::table parse(std::string_view text, std::string_view source_name) {
+  with_context("cannot parse " + quote(source_name) + " as TOML", [&] { check_toml_text(text); });
   try {
     return toml::parse(text, source_name);
   } catch (const toml::parse_error &e) {

@@ -2,6 +2,7 @@
 
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/toml_guard.hpp"
 
 #include <toml++/toml.h>
 
@@ -79,6 +80,7 @@ std::string config_path() {
 Config parse_config(const std::string &toml_text, const std::string &origin) {
   return with_context("config " + quote(origin), [&] {
     toml::table root;
+    check_toml_text(toml_text);
     try {
       root = toml::parse(toml_text, origin);
     } catch (const toml::parse_error &e) {

@@ -1,6 +1,7 @@
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/toml_guard.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -86,4 +87,18 @@ TEST_CASE("docs/config.md documents every key with its real default", "[common][
   CHECK(documented.log.level == defaults.log.level);
   CHECK(documented.log.target == defaults.log.target);
   CHECK(documented.log.directory == defaults.log.directory);
+}
+
+TEST_CASE("TOML text with non-ASCII outside strings and comments is refused before toml++ sees it", "[common][config]") {
+  // U+FCFF and U+00E9 where toml++ 3.3 tests for white space: undefined
+  // behaviour inside toml++, found by fuzz_containerd_edit.
+  CHECK_THROWS_WITH(parse_config("\xef\xb3\xbfimp\"]\n", "f"), Catch::Contains("non-ASCII character outside a string or comment at line 1"));
+  CHECK_THROWS_WITH(parse_config("[cdi]\n\xc3\xa9 = 1\n", "f"), Catch::Contains("line 2"));
+  CHECK_THROWS_WITH(parse_config("[log]\nlevel = \"\"\"a\\\n  \xc3\xa9\"\"\"\n", "f"), Catch::Contains("line 3"));
+  // Allowed: inside every kind of string, in comments, a leading BOM.
+  CHECK(parse_config("\xef\xbb\xbf# caf\xc3\xa9\n[runtime]\ndefault-kind = \"v\xc3\xa9.com/g\"\nhook-path = '/\xc3\xa9'\n"
+                     "state-dir = \"\"\"/r\xc3\xa9\"\"\"\n[log]\ndirectory = '''/l\xc3\xa9'''\n",
+                     "f")
+            .hook_path == "/\xc3\xa9");
+  CHECK_NOTHROW(check_toml_text("a = \"x\\\"\xc3\xa9\" # \xc3\xa9\nb = 'it''s'\n"));
 }

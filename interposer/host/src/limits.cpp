@@ -58,7 +58,7 @@ uint64_t parse_u64(std::string_view s, std::string_view what) {
   uint64_t v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size())
-    throw Error("invalid " + std::string(what) + " " + quoted(s));
+    throw Error("invalid " + std::string(what) + " " + gpuslice::quoted(s));
   return v;
 }
 
@@ -83,16 +83,16 @@ uint64_t parse_size(std::string_view text) {
     }
   }
   if (s.empty() || s.front() == '-' || s.front() == '+')
-    throw Error("invalid size " + quoted(text) + ": expected a number with an optional suffix such as 4Gi");
+    throw Error("invalid size " + gpuslice::quoted(text) + ": expected a number with an optional suffix such as 4Gi");
   if (mult == 1 && s.find('.') == std::string_view::npos)
     return parse_u64(s, "size");
   double v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v) || v < 0)
-    throw Error("invalid size " + quoted(text) + ": expected a number with an optional suffix such as 4Gi");
+    throw Error("invalid size " + gpuslice::quoted(text) + ": expected a number with an optional suffix such as 4Gi");
   double bytes = std::floor(v * mult);
   if (bytes >= 18446744073709551615.0)
-    throw Error("size " + quoted(text) + " is too large");
+    throw Error("size " + gpuslice::quoted(text) + " is too large");
   return static_cast<uint64_t>(bytes);
 }
 
@@ -106,18 +106,18 @@ std::vector<DeviceLimit> parse_memory_limits(std::string_view text) {
     auto colon = item.rfind(':');
     if (colon == std::string_view::npos) {
       d.key = "*";
-      d.memory = with_context("memory limit " + quoted(item), [&] { return parse_size(item); });
+      d.memory = with_context("memory limit " + gpuslice::quoted(item), [&] { return parse_size(item); });
     } else {
       d.key = std::string(trim(item.substr(0, colon)));
       if (!valid_key(d.key))
-        throw Error("memory limit " + quoted(item) + ": device " + quoted(d.key) +
+        throw Error("memory limit " + gpuslice::quoted(item) + ": device " + gpuslice::quoted(d.key) +
                     " is not \"*\", an ordinal or a GPU UUID");
       std::string_view size = item.substr(colon + 1);
-      d.memory = with_context("memory limit " + quoted(item), [&] { return parse_size(size); });
+      d.memory = with_context("memory limit " + gpuslice::quoted(item), [&] { return parse_size(size); });
     }
     for (const auto &o : out)
       if (o.key == d.key)
-        throw Error("memory limit for device " + quoted(d.key) + " given twice");
+        throw Error("memory limit for device " + gpuslice::quoted(d.key) + " given twice");
     out.push_back(std::move(d));
   }
   return out;
@@ -130,7 +130,7 @@ Policy parse_policy(std::string_view text) {
     return Policy::fixed;
   if (text == "burst")
     return Policy::burst;
-  throw Error("invalid compute policy " + quoted(text) + ": expected native, fixed or burst");
+  throw Error("invalid compute policy " + gpuslice::quoted(text) + ": expected native, fixed or burst");
 }
 
 std::string_view policy_name(Policy p) {
@@ -163,13 +163,13 @@ std::string render_limits(const Limits &limits) {
     throw Error("too many device limits (at most " + std::to_string(GS_LIMITS_MAX_ENTRIES) + ")");
   for (const auto &d : limits.devices) {
     if (!valid_key(d.key))
-      throw Error("device " + quoted(d.key) + " is not \"*\", an ordinal or a GPU UUID");
+      throw Error("device " + gpuslice::quoted(d.key) + " is not \"*\", an ordinal or a GPU UUID");
     o << "device " << d.key;
     if (d.memory)
       o << " memory " << *d.memory;
     if (d.compute) {
       if (*d.compute < 0 || *d.compute > 100)
-        throw Error("compute limit of device " + quoted(d.key) + " is not between 0 and 100");
+        throw Error("compute limit of device " + gpuslice::quoted(d.key) + " is not between 0 and 100");
       o << " compute " << *d.compute;
     }
     if (d.policy)
@@ -179,7 +179,7 @@ std::string render_limits(const Limits &limits) {
   if (!limits.activity.empty()) {
     if (limits.activity.front() != '/' || limits.activity.size() >= 256 ||
         limits.activity.find_first_of(" \t\n") != std::string::npos)
-      throw Error("activity file " + quoted(limits.activity) + " must be an absolute path without blanks");
+      throw Error("activity file " + gpuslice::quoted(limits.activity) + " must be an absolute path without blanks");
     o << "activity " << limits.activity << "\n";
   }
   return o.str();
@@ -189,7 +189,7 @@ Limits parse_limits(std::string_view text) {
   Limits out;
   auto lines = split(text, '\n');
   if (lines.empty() || trim(lines[0]) != GS_LIMITS_HEADER)
-    throw Error("limits file does not start with " + quoted(GS_LIMITS_HEADER));
+    throw Error("limits file does not start with " + gpuslice::quoted(GS_LIMITS_HEADER));
   for (std::size_t n = 1; n < lines.size(); n++) {
     auto ctx = "line " + std::to_string(n + 1);
     std::vector<std::string_view> w;
@@ -211,12 +211,12 @@ Limits parse_limits(std::string_view text) {
       else if (w[i] == "compute") {
         uint64_t c = with_context(ctx, [&] { return parse_u64(w[i + 1], "compute"); });
         if (c > 100)
-          throw Error(ctx + ": compute " + quoted(w[i + 1]) + " is over 100");
+          throw Error(ctx + ": compute " + gpuslice::quoted(w[i + 1]) + " is over 100");
         d.compute = static_cast<int>(c);
       } else if (w[i] == "policy")
         d.policy = with_context(ctx, [&] { return parse_policy(w[i + 1]); });
       else
-        throw Error(ctx + ": unknown field " + quoted(w[i]));
+        throw Error(ctx + ": unknown field " + gpuslice::quoted(w[i]));
     }
     out.devices.push_back(std::move(d));
   }
@@ -224,7 +224,7 @@ Limits parse_limits(std::string_view text) {
 }
 
 void write_limits_file(const std::string &path, const Limits &limits) {
-  with_context("cannot write limits file " + quoted(path),
+  with_context("cannot write limits file " + gpuslice::quoted(path),
                [&] { fs::write_file_atomic(path, render_limits(limits), 0444); });
 }
 

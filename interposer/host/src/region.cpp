@@ -58,9 +58,9 @@ void read_all(int fd, void *buf, std::size_t len, const std::string &path) {
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0)
-      throw system_error("cannot read region " + quoted(path));
+      throw system_error("cannot read region " + gpuslice::quoted(path));
     if (n == 0)
-      throw Error("region " + quoted(path) + " is truncated");
+      throw Error("region " + gpuslice::quoted(path) + " is truncated");
     got += static_cast<std::size_t>(n);
   }
 }
@@ -72,7 +72,7 @@ void write_all(int fd, const void *buf, std::size_t len, const std::string &path
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
-      throw system_error("cannot write region " + quoted(path));
+      throw system_error("cannot write region " + gpuslice::quoted(path));
     put += static_cast<std::size_t>(n);
   }
 }
@@ -80,10 +80,10 @@ void write_all(int fd, const void *buf, std::size_t len, const std::string &path
 void create_zeroed(const std::string &path, uint64_t size, const char *what, void (*fill)(void *)) {
   Fd f(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666));
   if (f.fd < 0)
-    throw system_error(std::string("cannot create ") + what + " " + quoted(path));
+    throw system_error(std::string("cannot create ") + what + " " + gpuslice::quoted(path));
   ::fchmod(f.fd, 0666); // whatever the umask: every user in the container maps it
   if (::ftruncate(f.fd, static_cast<off_t>(size)) != 0)
-    throw system_error(std::string("cannot size ") + what + " " + quoted(path));
+    throw system_error(std::string("cannot size ") + what + " " + gpuslice::quoted(path));
   if (fill) {
     auto buf = std::make_unique<unsigned char[]>(size);
     fill(buf.get());
@@ -107,11 +107,11 @@ void create_activity_file(const std::string &path) {
 RegionUsage read_region(const std::string &path) {
   Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (f.fd < 0)
-    throw system_error("cannot open region " + quoted(path));
+    throw system_error("cannot open region " + gpuslice::quoted(path));
   auto r = std::make_unique<gs_region>();
   read_all(f.fd, r.get(), sizeof(gs_region), path);
   if (!header_valid(*r))
-    throw Error("region " + quoted(path) + " has no valid header");
+    throw Error("region " + gpuslice::quoted(path) + " has no valid header");
   RegionUsage out;
   uint32_t hw = r->slots_hw > GS_MAX_SLOTS ? GS_MAX_SLOTS : r->slots_hw;
   for (uint32_t s = 0; s < hw; s++) {
@@ -138,14 +138,14 @@ RegionUsage read_region(const std::string &path) {
 unsigned reclaim_dead_slots(const std::string &path) {
   Fd f(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
   if (f.fd < 0)
-    throw system_error("cannot open region " + quoted(path));
+    throw system_error("cannot open region " + gpuslice::quoted(path));
   struct stat st {};
   if (::fstat(f.fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < GS_REGION_SIZE)
-    throw Error("region " + quoted(path) + " is truncated");
+    throw Error("region " + gpuslice::quoted(path) + " is truncated");
   auto r = std::make_unique<gs_region>();
   read_all(f.fd, r.get(), sizeof(gs_region), path);
   if (!header_valid(*r))
-    throw Error("region " + quoted(path) + " has no valid header");
+    throw Error("region " + gpuslice::quoted(path) + " has no valid header");
   unsigned n = 0;
   uint32_t hw = r->slots_hw > GS_MAX_SLOTS ? GS_MAX_SLOTS : r->slots_hw;
   for (uint32_t s = 0; s < hw; s++) {

@@ -3,7 +3,7 @@
  * channel: launches and event records are queued (launch returns at once, as
  * on a real GPU), the worker runs them in order and stamps each event with the
  * time it reaches it. When FAKE_CUDA_GPU_LOCK names a file, the worker holds an
- * flock on it while it has work (up to a 2 ms time slice), so processes share
+ * flock on it while it has work (up to an 8 ms time slice), so processes share
  * one GPU's time as contexts do; then an event's time says when this process's
  * work actually ran, not when it was queued.
  */
@@ -12,6 +12,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@
 #include <unistd.h>
 
 #define QDEPTH 64
-#define SLICE_NS 2000000ull
+#define SLICE_NS 8000000ull
 
 struct CUmod_st { int unused; };
 struct CUfunc_st { int spin; };
@@ -80,7 +81,7 @@ static void *worker(void *arg) {
     int more = ch.head != ch.tail;
     pthread_mutex_unlock(&ch.mu);
     if (ch.lock_fd >= 0) flock(ch.lock_fd, LOCK_UN);
-    if (more && ch.lock_fd >= 0) usleep(50); /* let another process's channel in */
+    if (more && ch.lock_fd >= 0) sched_yield(); /* let another process's channel in */
     pthread_mutex_lock(&ch.mu);
   }
   return NULL;

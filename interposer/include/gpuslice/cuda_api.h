@@ -146,7 +146,11 @@ typedef struct CUDA_KERNEL_NODE_PARAMS_v2_st {
   CUcontext ctx;
 } CUDA_KERNEL_NODE_PARAMS_v2;
 
-#define CU_MEM_ATTACH_GLOBAL 0x1
+typedef enum CUmemAttach_flags_enum {
+  CU_MEM_ATTACH_GLOBAL = 0x1,
+  CU_MEM_ATTACH_HOST = 0x2,
+  CU_MEM_ATTACH_SINGLE = 0x4
+} CUmemAttach_flags;
 
 /* ---- driver API functions (exported, versioned names) ---- */
 #define GS_CUDA_FUNCTIONS(X)                                                                   \

@@ -1,6 +1,6 @@
 /* Compute shares (docs/compute-shares.md). A container with share S% earns
  * S ns of GPU time per wall-clock ns into a token bucket kept in its region
- * (shared by its processes, capped at S% of a 20 ms window); every launch
+ * (shared by its processes, capped at S% of a 50 ms window); every launch
  * spends its estimated GPU time; a launch that finds the bucket empty sleeps
  * until it would be refilled. The GPU time of a launch is measured, not
  * guessed: one launch in each batch is bracketed by two events on its stream,
@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WINDOW_NS 20000000ll       /* bucket depth: 20 ms at 100% */
+#define WINDOW_NS 50000000ll       /* bucket depth: 50 ms at 100% */
 #define BATCH_GPU_NS 1000000ull    /* slow path about once per ms of GPU time */
 #define MAX_BATCH 4096ull
 #define MAX_SLEEP_NS 200000000ll
@@ -30,7 +30,10 @@ GS_TLS int64_t gs_launch_countdown;
 static GS_TLS struct {
   uint64_t batch;    /* launches admitted since the last slow path */
   uint64_t est_ns;   /* GPU ns per launch + 1; 0 = not measured yet */
+  uint64_t samples[5];
+  unsigned nsamples;
   int sample_pending;
+  uint64_t sample_gap; /* host ns between the two records when the GPU was idle at the first */
   CUcontext ev_ctx;
   CUevent ev0, ev1;
 } t;
@@ -118,8 +121,22 @@ static void read_sample(void) {
   if (!t.sample_pending || gs_real.cuEventQuery(t.ev1) != CUDA_SUCCESS) return;
   float ms;
   if (gs_real.cuEventElapsedTime(&ms, t.ev0, t.ev1) == CUDA_SUCCESS && ms >= 0) {
-    uint64_t s = (uint64_t)((double)ms * 1e6) + 1;
-    t.est_ns = t.est_ns ? (3 * t.est_ns + s) / 4 : s;
+    uint64_t s = (uint64_t)((double)ms * 1e6);
+    /* An idle GPU stamps the first event on arrival: the interval then also
+     * holds the host's own time to submit the launch, which is not GPU time. */
+    s = s > t.sample_gap ? s - t.sample_gap : 0;
+    /* the second smallest of the last 5 samples: a sample is stretched, never
+     * shrunk, by another context's time slice or by preemption; keeping one
+     * below it still follows kernels that change size */
+    t.samples[t.nsamples++ % 5] = s + 1;
+    unsigned n = t.nsamples < 5 ? t.nsamples : 5;
+    uint64_t v[5];
+    for (unsigned i = 0; i < n; i++) {
+      unsigned j = i;
+      for (; j > 0 && v[j - 1] > t.samples[i]; j--) v[j] = v[j - 1];
+      v[j] = t.samples[i];
+    }
+    t.est_ns = v[n > 1 ? 1 : 0];
   }
   t.sample_pending = 0;
 }
@@ -169,8 +186,10 @@ void gs_gate_begin(struct gs_gate *g, CUstream stream, int ptsz) {
     refill(rd, gs_now_ns(), d->compute);
   }
   if (!t.sample_pending && ensure_events()) {
+    uint64_t t0 = gs_now_ns();
     CUresult r = ptsz ? gs_real.cuEventRecord_ptsz(t.ev0, stream) : gs_real.cuEventRecord(t.ev0, stream);
     g->sample = r == CUDA_SUCCESS;
+    g->t0 = g->sample && gs_real.cuEventQuery(t.ev0) == CUDA_SUCCESS ? t0 : 0;
   }
   uint64_t batch = t.est_ns ? BATCH_GPU_NS / t.est_ns : 1;
   if (batch < 1) batch = 1;
@@ -183,4 +202,5 @@ void gs_gate_end(struct gs_gate *g, CUresult launched) {
   if (!g->sample || launched != CUDA_SUCCESS) return;
   CUresult r = g->ptsz ? gs_real.cuEventRecord_ptsz(t.ev1, g->stream) : gs_real.cuEventRecord(t.ev1, g->stream);
   t.sample_pending = r == CUDA_SUCCESS;
+  t.sample_gap = g->t0 ? gs_now_ns() - g->t0 : 0;
 }

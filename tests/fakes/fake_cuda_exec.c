@@ -5,18 +5,19 @@
  * time it reaches it. When FAKE_CUDA_GPU_LOCK names a file, the worker holds an
  * flock on it while it has work (up to an 8 ms time slice), so processes share
  * one GPU's time as contexts do; then an event's time says when this process's
- * work actually ran, not when it was queued.
+ * work actually ran, not when it was queued. The first 4 KiB of that file
+ * count the processes waiting for it.
  */
 #define _GNU_SOURCE
 #include "fake_cuda_internal.h"
 
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,11 +39,11 @@ static struct {
   pthread_cond_t cv;
   int started;
   int lock_fd;
-  struct { uint64_t ns; struct CUevent_st *ev; } q[QDEPTH];
+  struct { uint64_t ns, t_enq; struct CUevent_st *ev; } q[QDEPTH];
   unsigned head, tail;
   int busy; /* worker is running an item */
   _Atomic uint64_t busy_ns;
-} ch = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, -1, {{0, 0}}, 0, 0, 0, 0};
+} ch = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, -1, {{0, 0, 0}}, 0, 0, 0, 0};
 
 uint64_t fakecuda_busy_ns(void) { return atomic_load(&ch.busy_ns); }
 
@@ -51,27 +52,54 @@ static void spin_until(uint64_t end) {
   }
 }
 
+/* Shared through the lock file's first page: processes waiting for the GPU
+ * (a process hands the GPU over only when someone waits) and when the last
+ * holder released it. */
+struct gpu_page {
+  _Atomic uint32_t waiters;
+  _Atomic uint64_t released_ns;
+};
+static struct gpu_page *page;
+static uint64_t last_end; /* end of this channel's last item */
+
+/* Takes the GPU; returns from when it is ours on the simulated timeline. */
+static uint64_t gpu_acquire(void) {
+  uint64_t available = last_end;
+  if (ch.lock_fd < 0) return available;
+  if (flock(ch.lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (page) atomic_fetch_add(&page->waiters, 1);
+    flock(ch.lock_fd, LOCK_EX);
+    if (page) atomic_fetch_sub(&page->waiters, 1);
+  }
+  uint64_t released = page ? atomic_load(&page->released_ns) : fake_now_ns();
+  return released > available ? released : available;
+}
+
+/* The channel. A simulated timeline hides the thread's wake-up latency: on an
+ * idle GPU an item starts when it was submitted, as on hardware; behind
+ * other work it starts when that work is done. */
 static void *worker(void *arg) {
   (void)arg;
   pthread_mutex_lock(&ch.mu);
   for (;;) {
     while (ch.head == ch.tail) pthread_cond_wait(&ch.cv, &ch.mu);
     pthread_mutex_unlock(&ch.mu);
-    if (ch.lock_fd >= 0) flock(ch.lock_fd, LOCK_EX);
+    uint64_t available = gpu_acquire();
     uint64_t slice_end = fake_now_ns() + SLICE_NS;
     pthread_mutex_lock(&ch.mu);
     while (ch.head != ch.tail && fake_now_ns() < slice_end) {
-      uint64_t ns = ch.q[ch.head % QDEPTH].ns;
-      struct CUevent_st *ev = ch.q[ch.head % QDEPTH].ev;
+      unsigned i = ch.head % QDEPTH;
+      uint64_t ns = ch.q[i].ns, start = ch.q[i].t_enq > available ? ch.q[i].t_enq : available;
+      struct CUevent_st *ev = ch.q[i].ev;
       ch.busy = 1;
       pthread_mutex_unlock(&ch.mu);
-      uint64_t start = fake_now_ns();
       if (ev) {
         ev->t_ns = start;
         atomic_store(&ev->state, 2);
       } else if (ns) {
         spin_until(start + ns);
-        atomic_fetch_add(&ch.busy_ns, fake_now_ns() - start);
+        atomic_fetch_add(&ch.busy_ns, ns);
+        available = last_end = start + ns;
       }
       pthread_mutex_lock(&ch.mu);
       ch.busy = 0;
@@ -80,8 +108,12 @@ static void *worker(void *arg) {
     }
     int more = ch.head != ch.tail;
     pthread_mutex_unlock(&ch.mu);
-    if (ch.lock_fd >= 0) flock(ch.lock_fd, LOCK_UN);
-    if (more && ch.lock_fd >= 0) sched_yield(); /* let another process's channel in */
+    if (ch.lock_fd >= 0) {
+      if (page) atomic_store(&page->released_ns, available > fake_now_ns() ? available : fake_now_ns());
+      flock(ch.lock_fd, LOCK_UN);
+      /* flock is not fair: when someone waits, let them in */
+      if (more && page && atomic_load(&page->waiters)) usleep(100);
+    }
     pthread_mutex_lock(&ch.mu);
   }
   return NULL;
@@ -93,6 +125,10 @@ static CUresult enqueue(uint64_t ns, struct CUevent_st *ev) {
   if (!ch.started) {
     const char *lock = getenv("FAKE_CUDA_GPU_LOCK");
     if (lock && *lock) ch.lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (ch.lock_fd >= 0 && ftruncate(ch.lock_fd, 4096) == 0) {
+      void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, ch.lock_fd, 0);
+      if (m != MAP_FAILED) page = m;
+    }
     pthread_t t;
     pthread_attr_t a;
     pthread_attr_init(&a);
@@ -105,6 +141,7 @@ static CUresult enqueue(uint64_t ns, struct CUevent_st *ev) {
   }
   while (ch.tail - ch.head >= QDEPTH) pthread_cond_wait(&ch.cv, &ch.mu);
   ch.q[ch.tail % QDEPTH].ns = ns;
+  ch.q[ch.tail % QDEPTH].t_enq = fake_now_ns();
   ch.q[ch.tail % QDEPTH].ev = ev;
   ch.tail++;
   pthread_cond_broadcast(&ch.cv);
@@ -166,7 +203,7 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsi
   if (f != &spin_fn) return CUDA_ERROR_INVALID_HANDLE;
   if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
   uint64_t ns = params && params[0] ? *(const uint64_t *)params[0] : 0;
-  return enqueue(ns, NULL);
+  return ns ? enqueue(ns, NULL) : CUDA_SUCCESS; /* an empty kernel has nothing to run */
 }
 
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -211,11 +248,33 @@ CUresult cuEventDestroy_v2(CUevent e) {
   free(e);
   return CUDA_SUCCESS;
 }
+/* Whether no process is running work on the fake GPU right now. */
+static int gpu_idle(void) {
+  static int probe_fd = -2; /* its own open file description: the worker's lock must conflict */
+  if (probe_fd == -2) {
+    const char *lock = getenv("FAKE_CUDA_GPU_LOCK");
+    probe_fd = lock && *lock ? open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666) : -1;
+  }
+  if (probe_fd < 0) return 1;
+  if (flock(probe_fd, LOCK_EX | LOCK_NB) != 0) return 0;
+  flock(probe_fd, LOCK_UN);
+  return 1;
+}
+
+/* An idle GPU stamps an event as it arrives; a busy one when it reaches it. */
 CUresult cuEventRecord(CUevent e, CUstream s) {
   (void)s;
   CUresult r = fake_check_ctx();
   if (r) return r;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&ch.mu);
+  int idle = ch.head == ch.tail && !ch.busy && gpu_idle();
+  if (idle) {
+    e->t_ns = fake_now_ns();
+    atomic_store(&e->state, 2);
+  }
+  pthread_mutex_unlock(&ch.mu);
+  if (idle) return CUDA_SUCCESS;
   atomic_store(&e->state, 1);
   return enqueue(0, e);
 }

@@ -110,6 +110,7 @@ struct gs_gate {
   int ptsz;
   CUstream stream;
   uint64_t t0; /* host time of the first event when the GPU was idle, else 0 */
+  uint64_t wall0, cpu0; /* host and thread CPU time at the first event */
 };
 void gs_gate_begin(struct gs_gate *g, CUstream stream, int ptsz);
 void gs_gate_end(struct gs_gate *g, CUresult launched);

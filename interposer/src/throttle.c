@@ -24,6 +24,7 @@
 #define MAX_SLEEP_NS 200000000ll
 #define BUSY_HOLD_NS 100000000ull  /* a gated container counts as busy this long after a launch */
 #define RECHECK_UNGATED 65536
+#define PREEMPTED_NS 50000ll       /* off the CPU this long while sampling: discard */
 
 GS_TLS int64_t gs_launch_countdown;
 
@@ -37,6 +38,12 @@ static GS_TLS struct {
   CUcontext ev_ctx;
   CUevent ev0, ev1;
 } t;
+
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* slow path only */
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static struct gs_activity_entry *activity;
 static int activity_tried;
@@ -187,13 +194,17 @@ void gs_gate_begin(struct gs_gate *g, CUstream stream, int ptsz) {
   }
   if (!t.sample_pending && ensure_events()) {
     uint64_t t0 = gs_now_ns();
+    g->cpu0 = thread_cpu_ns();
     CUresult r = ptsz ? gs_real.cuEventRecord_ptsz(t.ev0, stream) : gs_real.cuEventRecord(t.ev0, stream);
     g->sample = r == CUDA_SUCCESS;
+    g->wall0 = t0;
     g->t0 = g->sample && gs_real.cuEventQuery(t.ev0) == CUDA_SUCCESS ? t0 : 0;
   }
   uint64_t batch = t.est_ns ? BATCH_GPU_NS / t.est_ns : 1;
   if (batch < 1) batch = 1;
   if (batch > MAX_BATCH) batch = MAX_BATCH;
+  /* grow by at most 4x per slow path: one wrong sample cannot hide thousands of launches */
+  if (batch > 4 * t.batch + 1) batch = 4 * t.batch + 1;
   t.batch = batch;
   gs_launch_countdown = (int64_t)batch - 1;
 }
@@ -201,6 +212,11 @@ void gs_gate_begin(struct gs_gate *g, CUstream stream, int ptsz) {
 void gs_gate_end(struct gs_gate *g, CUresult launched) {
   if (!g->sample || launched != CUDA_SUCCESS) return;
   CUresult r = g->ptsz ? gs_real.cuEventRecord_ptsz(t.ev1, g->stream) : gs_real.cuEventRecord(t.ev1, g->stream);
-  t.sample_pending = r == CUDA_SUCCESS;
+  uint64_t wall = gs_now_ns() - g->wall0, cpu = thread_cpu_ns() - g->cpu0;
+  /* With an idle GPU the host's time between the records is taken out of
+   * the sample; if the thread was off the CPU meanwhile, that time is not
+   * known and the sample says nothing. (With a busy GPU the events alone
+   * measure the launch, whatever the host did.) */
+  t.sample_pending = r == CUDA_SUCCESS && (!g->t0 || wall < cpu + (uint64_t)PREEMPTED_NS);
   t.sample_gap = g->t0 ? gs_now_ns() - g->t0 : 0;
 }

@@ -3,7 +3,7 @@
  * channel: launches and event records are queued (launch returns at once, as
  * on a real GPU), the worker runs them in order and stamps each event with the
  * time it reaches it. When FAKE_CUDA_GPU_LOCK names a file, the worker holds an
- * flock on it while it has work (up to an 8 ms time slice), so processes share
+ * flock on it while it has work (up to a 2 ms time slice), so processes share
  * one GPU's time as contexts do; then an event's time says when this process's
  * work actually ran, not when it was queued. The first 4 KiB of that file
  * count the processes waiting for it.
@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #define QDEPTH 64
-#define SLICE_NS 8000000ull
+#define SLICE_NS 2000000ull
 
 struct CUmod_st { int unused; };
 struct CUfunc_st { int spin; };

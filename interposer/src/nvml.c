@@ -44,20 +44,17 @@ static void clamp(unsigned long long *total, unsigned long long *free_b, unsigne
   *used_b = lim - *free_b;
 }
 
-GS_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *m) {
-  mem_fn real = (mem_fn)real_nvml("nvmlDeviceGetMemoryInfo");
-  if (!real) return NVML_ERROR_FUNCTION_NOT_FOUND;
-  nvmlReturn_t r = real(dev, m);
-  uint64_t limit, used;
-  if (r == NVML_SUCCESS && container_view(dev, &limit, &used)) clamp(&m->total, &m->free, &m->used, limit, used);
-  return r;
-}
+/* Both versions: the real call, then the container's view over it. */
+#define MEMORY_INFO_WRAPPER(name, type)                                                            \
+  GS_EXPORT nvmlReturn_t name(nvmlDevice_t dev, type *m) {                                         \
+    mem_fn real = (mem_fn)real_nvml(#name);                                                        \
+    if (!real) return NVML_ERROR_FUNCTION_NOT_FOUND;                                               \
+    nvmlReturn_t r = real(dev, m);                                                                 \
+    uint64_t limit, used;                                                                          \
+    if (r == NVML_SUCCESS && container_view(dev, &limit, &used))                                   \
+      clamp(&m->total, &m->free, &m->used, limit, used);                                           \
+    return r;                                                                                      \
+  }
 
-GS_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2_t *m) {
-  mem_fn real = (mem_fn)real_nvml("nvmlDeviceGetMemoryInfo_v2");
-  if (!real) return NVML_ERROR_FUNCTION_NOT_FOUND;
-  nvmlReturn_t r = real(dev, m);
-  uint64_t limit, used;
-  if (r == NVML_SUCCESS && container_view(dev, &limit, &used)) clamp(&m->total, &m->free, &m->used, limit, used);
-  return r;
-}
+MEMORY_INFO_WRAPPER(nvmlDeviceGetMemoryInfo, nvmlMemory_t)
+MEMORY_INFO_WRAPPER(nvmlDeviceGetMemoryInfo_v2, nvmlMemory_v2_t)

@@ -63,24 +63,25 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *out, unsigned int len) {
            b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
   return NVML_SUCCESS;
 }
+static void memory(int dev, unsigned long long *total, unsigned long long *free_b, unsigned long long *used) {
+  *total = fakecuda_device_total(dev);
+  *used = fakecuda_device_used(dev);
+  *free_b = *total - *used;
+}
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m) {
   NEED_INIT();
   CHECK_DEVICE(d);
   if (!m) return NVML_ERROR_INVALID_ARGUMENT;
-  m->total = fakecuda_device_total(d->index);
-  m->used = fakecuda_device_used(d->index);
-  m->free = m->total - m->used;
+  memory(d->index, &m->total, &m->free, &m->used);
   return NVML_SUCCESS;
 }
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *m) {
   NEED_INIT();
   CHECK_DEVICE(d);
-  if (!m) return NVML_ERROR_INVALID_ARGUMENT;
-  if (m->version != nvmlMemory_v2) return NVML_ERROR_INVALID_ARGUMENT; /* NVML_ERROR_ARGUMENT_VERSION_MISMATCH in newer headers */
-  m->total = fakecuda_device_total(d->index);
+  /* newer headers call a wrong version NVML_ERROR_ARGUMENT_VERSION_MISMATCH */
+  if (!m || m->version != nvmlMemory_v2) return NVML_ERROR_INVALID_ARGUMENT;
   m->reserved = 0;
-  m->used = fakecuda_device_used(d->index);
-  m->free = m->total - m->used;
+  memory(d->index, &m->total, &m->free, &m->used);
   return NVML_SUCCESS;
 }
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u) {

@@ -16,16 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "lookup_test: check failed: %s: ", #cond);                                   \
-      fprintf(stderr, __VA_ARGS__);                                                                \
-      fprintf(stderr, "\n");                                                                       \
-      failures++;                                                                                  \
-    }                                                                                              \
-  } while (0)
+#define CHECK_PROGRAM "lookup_test"
+#include "check.h"
 
 static PFN_gs_cuGetProcAddress_v2 gpa2;
 static PFN_gs_cuGetProcAddress gpa1;

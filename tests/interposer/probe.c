@@ -43,16 +43,8 @@ struct api {
   uint64_t (*used)(int);
 };
 
-static int failures;
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "probe: check failed: %s: ", #cond);                                         \
-      fprintf(stderr, __VA_ARGS__);                                                                \
-      fprintf(stderr, "\n");                                                                       \
-      failures++;                                                                                  \
-    }                                                                                              \
-  } while (0)
+#define CHECK_PROGRAM "probe"
+#include "check.h"
 
 static void *must(void *p, const char *name) {
   if (!p) {

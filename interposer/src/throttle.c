@@ -191,6 +191,9 @@ void gs_gate_begin(struct gs_gate *g, CUstream stream, int ptsz) {
     while (nanosleep(&ts, &ts) != 0) {
     }
     refill(rd, gs_now_ns(), d->compute);
+  } else if (!capped && tokens < 0) {
+    /* burst, alone: no debt to pay back when a neighbour turns up */
+    atomic_store((_Atomic int64_t *)&rd->tokens_ns, 0);
   }
   if (!t.sample_pending && ensure_events()) {
     uint64_t t0 = gs_now_ns();

@@ -41,9 +41,11 @@ static struct {
   int lock_fd;
   struct { uint64_t ns, t_enq; struct CUevent_st *ev; } q[QDEPTH];
   unsigned head, tail;
-  int busy; /* worker is running an item */
+  int busy;     /* worker is running an item */
+  int reserved; /* GPU taken by an event stamped on arrival, for the work that follows */
+  uint64_t reserved_at;
   _Atomic uint64_t busy_ns;
-} ch = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, -1, {{0, 0, 0}}, 0, 0, 0, 0};
+} ch = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, -1, {{0, 0, 0}}, 0, 0, 0, 0, 0, 0};
 
 uint64_t fakecuda_busy_ns(void) { return atomic_load(&ch.busy_ns); }
 
@@ -82,9 +84,26 @@ static void *worker(void *arg) {
   (void)arg;
   pthread_mutex_lock(&ch.mu);
   for (;;) {
-    while (ch.head == ch.tail) pthread_cond_wait(&ch.cv, &ch.mu);
+    while (ch.head == ch.tail) {
+      if (!ch.reserved) {
+        pthread_cond_wait(&ch.cv, &ch.mu);
+        continue;
+      }
+      /* a reservation nothing followed is given back after 1 ms */
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 1000000;
+      if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+      pthread_cond_timedwait(&ch.cv, &ch.mu, &ts);
+      if (ch.head == ch.tail && ch.reserved && fake_now_ns() - ch.reserved_at >= 1000000) {
+        ch.reserved = 0;
+        if (page) atomic_store(&page->released_ns, ch.reserved_at);
+        flock(ch.lock_fd, LOCK_UN);
+      }
+    }
+    ch.reserved = 0; /* the work it was for is here */
     pthread_mutex_unlock(&ch.mu);
-    uint64_t available = gpu_acquire();
+    uint64_t available = gpu_acquire(); /* immediate when reserved: same open file */
     uint64_t slice_end = fake_now_ns() + SLICE_NS;
     pthread_mutex_lock(&ch.mu);
     while (ch.head != ch.tail && fake_now_ns() < slice_end) {
@@ -106,38 +125,46 @@ static void *worker(void *arg) {
       ch.head++;
       pthread_cond_broadcast(&ch.cv);
     }
-    int more = ch.head != ch.tail;
-    pthread_mutex_unlock(&ch.mu);
-    if (ch.lock_fd >= 0) {
-      if (page) atomic_store(&page->released_ns, available > fake_now_ns() ? available : fake_now_ns());
+    int more = ch.head != ch.tail, handed = 0;
+    if (ch.lock_fd >= 0 && !ch.reserved) {
+      /* free from the end of our last item on the timeline, even if this
+       * thread was descheduled since */
+      if (page) atomic_store(&page->released_ns, available);
       flock(ch.lock_fd, LOCK_UN);
-      /* flock is not fair: when someone waits, let them in */
-      if (more && page && atomic_load(&page->waiters)) usleep(100);
+      handed = 1;
     }
+    pthread_mutex_unlock(&ch.mu);
+    /* flock is not fair: when someone waits, let them in */
+    if (handed && more && page && atomic_load(&page->waiters)) usleep(100);
     pthread_mutex_lock(&ch.mu);
   }
   return NULL;
 }
 
+/* Opens the GPU lock and starts the worker; called with ch.mu held. */
+static int start_channel(void) {
+  if (ch.started) return 0;
+  const char *lock = getenv("FAKE_CUDA_GPU_LOCK");
+  if (lock && *lock) ch.lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (ch.lock_fd >= 0 && ftruncate(ch.lock_fd, 4096) == 0) {
+    void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, ch.lock_fd, 0);
+    if (m != MAP_FAILED) page = m;
+  }
+  pthread_t t;
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  if (pthread_create(&t, &a, worker, NULL) != 0) return -1;
+  ch.started = 1;
+  return 0;
+}
+
 /* Queues one item; blocks while the queue is full (a full push buffer). */
 static CUresult enqueue(uint64_t ns, struct CUevent_st *ev) {
   pthread_mutex_lock(&ch.mu);
-  if (!ch.started) {
-    const char *lock = getenv("FAKE_CUDA_GPU_LOCK");
-    if (lock && *lock) ch.lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (ch.lock_fd >= 0 && ftruncate(ch.lock_fd, 4096) == 0) {
-      void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, ch.lock_fd, 0);
-      if (m != MAP_FAILED) page = m;
-    }
-    pthread_t t;
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&t, &a, worker, NULL) != 0) {
-      pthread_mutex_unlock(&ch.mu);
-      return CUDA_ERROR_UNKNOWN;
-    }
-    ch.started = 1;
+  if (start_channel() != 0) {
+    pthread_mutex_unlock(&ch.mu);
+    return CUDA_ERROR_UNKNOWN;
   }
   while (ch.tail - ch.head >= QDEPTH) pthread_cond_wait(&ch.cv, &ch.mu);
   ch.q[ch.tail % QDEPTH].ns = ns;
@@ -248,29 +275,26 @@ CUresult cuEventDestroy_v2(CUevent e) {
   free(e);
   return CUDA_SUCCESS;
 }
-/* Whether no process is running work on the fake GPU right now. */
-static int gpu_idle(void) {
-  static int probe_fd = -2; /* its own open file description: the worker's lock must conflict */
-  if (probe_fd == -2) {
-    const char *lock = getenv("FAKE_CUDA_GPU_LOCK");
-    probe_fd = lock && *lock ? open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666) : -1;
-  }
-  if (probe_fd < 0) return 1;
-  if (flock(probe_fd, LOCK_EX | LOCK_NB) != 0) return 0;
-  flock(probe_fd, LOCK_UN);
-  return 1;
-}
-
-/* An idle GPU stamps an event as it arrives; a busy one when it reaches it. */
+/* An idle GPU stamps an event as it arrives (and, here, stays this
+ * channel's for the work that follows, as a real channel keeps its time
+ * slice); a busy one stamps it when it reaches it. */
 CUresult cuEventRecord(CUevent e, CUstream s) {
   (void)s;
   CUresult r = fake_check_ctx();
   if (r) return r;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&ch.mu);
-  int idle = ch.head == ch.tail && !ch.busy && gpu_idle();
+  int idle = start_channel() == 0 && ch.head == ch.tail && !ch.busy &&
+             (ch.lock_fd < 0 || ch.reserved || flock(ch.lock_fd, LOCK_EX | LOCK_NB) == 0);
   if (idle) {
-    e->t_ns = fake_now_ns();
+    uint64_t now = fake_now_ns();
+    uint64_t released = page ? atomic_load(&page->released_ns) : 0;
+    if (ch.lock_fd >= 0) {
+      ch.reserved = 1;
+      ch.reserved_at = now;
+      pthread_cond_broadcast(&ch.cv);
+    }
+    e->t_ns = now > released ? now : released;
     atomic_store(&e->state, 2);
   }
   pthread_mutex_unlock(&ch.mu);

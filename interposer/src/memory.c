@@ -157,6 +157,21 @@ GS_EXPORT CUresult cuArray3DCreate_v2(CUarray *a, const CUDA_ARRAY3D_DESCRIPTOR 
 }
 GS_EXPORT CUresult cuArrayDestroy(CUarray a) { FREE_WRAPPER(gs_real.cuArrayDestroy(a), (uintptr_t)a, GS_KIND_ARRAY); }
 
+/* All levels, each dimension halved per level down to 1. */
+GS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *a, const CUDA_ARRAY3D_DESCRIPTOR *desc,
+                                          unsigned int levels) {
+  struct gs_dev *d = desc && levels <= 32 ? charge_dev() : NULL;
+  uint64_t size = 0;
+  for (unsigned l = 0; d && l < levels; l++) {
+    size_t w = desc->Width >> l, h = desc->Height >> l, z = desc->Depth >> l;
+    size += array_bytes(w ? w : 1, h, z, desc->Format, desc->NumChannels);
+  }
+  ALLOC_WRAPPER(d, size, gs_real.cuMipmappedArrayCreate(a, desc, levels), *a, GS_KIND_ARRAY);
+}
+GS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray a) {
+  FREE_WRAPPER(gs_real.cuMipmappedArrayDestroy(a), (uintptr_t)a, GS_KIND_ARRAY);
+}
+
 /* ---- what the program is told ---- */
 
 GS_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {

@@ -42,6 +42,8 @@ static const struct export exports[] = {
     X(cuArrayCreate_v2, "cuArrayCreate", 3020, 0),
     X(cuArray3DCreate_v2, "cuArray3DCreate", 3020, 0),
     X(cuArrayDestroy, "cuArrayDestroy", 2000, 0),
+    X(cuMipmappedArrayCreate, "cuMipmappedArrayCreate", 5000, 0),
+    X(cuMipmappedArrayDestroy, "cuMipmappedArrayDestroy", 5000, 0),
     X(cuMemGetInfo_v2, "cuMemGetInfo", 3020, 0),
     X(cuDeviceTotalMem_v2, "cuDeviceTotalMem", 3020, 0),
     X(cuLaunchKernel, "cuLaunchKernel", 4000, 0),

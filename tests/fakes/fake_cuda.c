@@ -388,6 +388,26 @@ CUresult cuArrayDestroy(CUarray h) {
   return free_block(h, BK_ARRAY);
 }
 
+/* Every level halves each dimension, down to 1. */
+CUresult cuMipmappedArrayCreate(CUmipmappedArray *h, const CUDA_ARRAY3D_DESCRIPTOR *a, unsigned int levels) {
+  NEED_CTX();
+  size_t es = a ? format_size(a->Format) : 0;
+  if (!h || !es || levels == 0 || levels > 16 || a->Width == 0) return CUDA_ERROR_INVALID_VALUE;
+  size_t total = 0;
+  for (unsigned l = 0; l < levels; l++) {
+    size_t w = a->Width >> l, hh = a->Height >> l, d = a->Depth >> l;
+    total += (w ? w : 1) * (hh ? hh : 1) * (d ? d : 1) * es * a->NumChannels;
+  }
+  void *p;
+  CUresult r = alloc_block(&p, total, tls_ctx->dev, BK_ARRAY);
+  if (r == CUDA_SUCCESS) *h = (CUmipmappedArray)p;
+  return r;
+}
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray h) {
+  NEED_CTX();
+  return free_block(h, BK_ARRAY);
+}
+
 /* Two ABIs of one call: a CUDA 11 runtime must get the first. */
 CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice dst, CUstream s) {
   (void)s;

@@ -54,6 +54,8 @@ static const struct entry table[] = {
     E("cuArrayCreate", 3020, 0, cuArrayCreate_v2),
     E("cuArray3DCreate", 3020, 0, cuArray3DCreate_v2),
     E("cuArrayDestroy", 2000, 0, cuArrayDestroy),
+    E("cuMipmappedArrayCreate", 5000, 0, cuMipmappedArrayCreate),
+    E("cuMipmappedArrayDestroy", 5000, 0, cuMipmappedArrayDestroy),
     E("cuMemPrefetchAsync", 8000, 0, cuMemPrefetchAsync),
     E("cuMemPrefetchAsync", 8000, 1, cuMemPrefetchAsync_ptsz),
     E("cuMemPrefetchAsync", 12020, 0, cuMemPrefetchAsync_v2),

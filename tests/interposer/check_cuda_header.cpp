@@ -53,6 +53,7 @@ MAP(CUkern_st)
 MAP(CUstream_st)
 MAP(CUevent_st)
 MAP(CUarray_st)
+MAP(CUmipmappedArray_st)
 MAP(CUmemPoolHandle_st)
 MAP(CUgraph_st)
 MAP(CUgraphNode_st)
@@ -103,6 +104,8 @@ int main() {
   CHECK_FN(cuArrayCreate_v2, cuArrayCreate_v2);
   CHECK_FN(cuArray3DCreate_v2, cuArray3DCreate_v2);
   CHECK_FN(cuArrayDestroy, cuArrayDestroy);
+  CHECK_FN(cuMipmappedArrayCreate, cuMipmappedArrayCreate);
+  CHECK_FN(cuMipmappedArrayDestroy, cuMipmappedArrayDestroy);
   CHECK_FN(cuMemPrefetchAsync_v2, cuMemPrefetchAsync_v2);
   CHECK_FN(cuModuleLoadData, cuModuleLoadData);
   CHECK_FN(cuModuleUnload, cuModuleUnload);

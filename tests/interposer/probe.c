@@ -3,7 +3,7 @@
  *   probe PATH API SIZE ok|oom LIMIT
  * PATH: link (calls the linked libcuda), dlsym (dlopen + dlsym),
  *       procaddr (cuGetProcAddress, CUDA 11.3 ABI), procaddr_v2 (CUDA 12 ABI)
- * API:  alloc pitch managed async pool vmm array array3d
+ * API:  alloc pitch managed async pool vmm array array3d mipmap
  * ok:  the allocation succeeds, memory info shows total = LIMIT and the
  *      allocation charged, the free gives it back.
  * oom: CUDA_ERROR_OUT_OF_MEMORY, and the driver was never asked.
@@ -40,6 +40,8 @@ struct api {
   PFN_gs_cuArrayCreate_v2 array;
   PFN_gs_cuArray3DCreate_v2 array3d;
   PFN_gs_cuArrayDestroy array_destroy;
+  PFN_gs_cuMipmappedArrayCreate mipmap;
+  PFN_gs_cuMipmappedArrayDestroy mipmap_destroy;
   uint64_t (*used)(int);
 };
 
@@ -74,6 +76,8 @@ static void fill_linked(struct api *a) {
   a->array = cuArrayCreate_v2;
   a->array3d = cuArray3DCreate_v2;
   a->array_destroy = cuArrayDestroy;
+  a->mipmap = cuMipmappedArrayCreate;
+  a->mipmap_destroy = cuMipmappedArrayDestroy;
   a->used = fakecuda_device_used;
 #else
   (void)a;
@@ -102,6 +106,8 @@ static void fill_dlsym(struct api *a, void *h) {
   D(array, "cuArrayCreate_v2");
   D(array3d, "cuArray3DCreate_v2");
   D(array_destroy, "cuArrayDestroy");
+  D(mipmap, "cuMipmappedArrayCreate");
+  D(mipmap_destroy, "cuMipmappedArrayDestroy");
 #undef D
 }
 
@@ -150,6 +156,8 @@ static void fill_procaddr(struct api *a, void *h, int v2) {
   P(array, "cuArrayCreate");
   P(array3d, "cuArray3DCreate");
   P(array_destroy, "cuArrayDestroy");
+  P(mipmap, "cuMipmappedArrayCreate");
+  P(mipmap_destroy, "cuMipmappedArrayDestroy");
 #undef P
 }
 
@@ -159,6 +167,7 @@ struct held {
   CUdeviceptr ptr;
   CUmemGenericAllocationHandle handle;
   CUarray arr;
+  CUmipmappedArray mip;
 };
 
 static CUresult allocate(const struct api *a, const char *api, uint64_t size, struct held *h) {
@@ -194,6 +203,12 @@ static CUresult allocate(const struct api *a, const char *api, uint64_t size, st
     h->kind = 2;
     return a->array3d(&h->arr, &d);
   }
+  if (!strcmp(api, "mipmap")) {
+    /* a 2D float array of SIZE bytes and 3 more levels: 4/3 SIZE, about */
+    CUDA_ARRAY3D_DESCRIPTOR d = {1 << 12, size / (1 << 12) / 4, 0, CU_AD_FORMAT_FLOAT, 1, 0};
+    h->kind = 3;
+    return a->mipmap(&h->mip, &d, 4);
+  }
   fprintf(stderr, "probe: unknown api %s\n", api);
   exit(1);
 }
@@ -201,6 +216,7 @@ static CUresult allocate(const struct api *a, const char *api, uint64_t size, st
 static CUresult release(const struct api *a, const char *api, struct held *h) {
   if (h->kind == 1) return a->release(h->handle);
   if (h->kind == 2) return a->array_destroy(h->arr);
+  if (h->kind == 3) return a->mipmap_destroy(h->mip);
   if (!strcmp(api, "async") || !strcmp(api, "pool")) {
     CUresult r = a->free_async(h->ptr, NULL);
     CUmemoryPool pool;

@@ -30,6 +30,7 @@ typedef struct CUkern_st *CUkernel;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUarray_st *CUarray;
+typedef struct CUmipmappedArray_st *CUmipmappedArray;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphNode_st *CUgraphNode;
@@ -193,6 +194,9 @@ typedef enum CUmemAttach_flags_enum {
   X(cuArrayCreate_v2, (CUarray * pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray))        \
   X(cuArray3DCreate_v2, (CUarray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray))    \
   X(cuArrayDestroy, (CUarray hArray))                                                          \
+  X(cuMipmappedArrayCreate, (CUmipmappedArray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc, \
+                             unsigned int numMipmapLevels))                                    \
+  X(cuMipmappedArrayDestroy, (CUmipmappedArray hMipmappedArray))                               \
   X(cuMemPrefetchAsync_v2, (CUdeviceptr devPtr, size_t count, CUmemLocation location,          \
                             unsigned int flags, CUstream hStream))                             \
   X(cuModuleLoadData, (CUmodule * module, const void *image))                                  \

@@ -6,6 +6,7 @@
 #include "gpuslice/sharing/region.hpp"
 
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fd.hpp"
 
 extern "C" {
 #include "gpuslice/region.h"
@@ -24,16 +25,7 @@ namespace gpuslice::sharing {
 
 namespace {
 
-struct Fd {
-  int fd;
-  explicit Fd(int f) : fd(f) {}
-  ~Fd() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-  Fd(const Fd &) = delete;
-  Fd &operator=(const Fd &) = delete;
-};
+using Fd = UniqueFd;
 
 bool header_valid(const gs_region &r) {
   return r.magic == GS_REGION_MAGIC && r.version == GS_REGION_VERSION && r.header_size == sizeof(gs_region) &&

@@ -1,6 +1,7 @@
 #include "gpuslice/common/fs.hpp"
 
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fd.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,16 +13,7 @@
 namespace gpuslice::fs {
 
 namespace {
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  ~Fd() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-  Fd(const Fd &) = delete;
-  Fd &operator=(const Fd &) = delete;
-};
+using Fd = UniqueFd;
 } // namespace
 
 std::string read_file(const std::string &path) {

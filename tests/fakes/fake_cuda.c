@@ -1,0 +1,430 @@
+/* A fake libcuda.so.1 for machines without a GPU. It exports the driver API
+ * the interposer wraps with the real signatures, error codes and versioned
+ * names, so that tests exercise the same binary interface a real driver has:
+ *  - device memory is host memory (a header in front of each block keeps its
+ *    size and device), per-device total set by FAKE_CUDA_MEMORY
+ *    ("BYTES" or "DEV:BYTES,DEV:BYTES"), device count by FAKE_CUDA_DEVICES;
+ *  - work is asynchronous: one worker thread per process plays the GPU's
+ *    channel, runs queued "spin" kernels (kernelParams[0] -> uint64 ns) and
+ *    stamps events when it reaches them; when FAKE_CUDA_GPU_LOCK names a file,
+ *    processes hold an flock on it while they run work, so that processes
+ *    time-share one GPU as contexts do on a real one;
+ *  - cuGetProcAddress v1/v2 pick the versioned entry point by cudaVersion and
+ *    the per-thread-stream flag as the real driver does.
+ * Linked with -Bsymbolic: its own table must not resolve to the interposer.
+ */
+#define _GNU_SOURCE
+#include "fake_cuda_internal.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define FAKE_MAX_DEVICES 8
+#define BLOCK_MAGIC 0xfa4eb10cfa4eb10cULL
+#define HDR 256
+
+enum block_kind { BK_DEVICE = 1, BK_HOST, BK_HANDLE, BK_ARRAY };
+
+struct block {
+  uint64_t magic;
+  uint64_t size;
+  int dev;
+  int kind;
+};
+
+struct CUctx_st { int dev; };
+struct CUmemPoolHandle_st { int dev; };
+
+static struct {
+  pthread_once_t once;
+  int ndev;
+  uint64_t total[FAKE_MAX_DEVICES];
+  _Atomic uint64_t used[FAKE_MAX_DEVICES];
+  _Atomic int initialized;
+  struct CUctx_st ctx[FAKE_MAX_DEVICES];
+  struct CUmemPoolHandle_st pool[FAKE_MAX_DEVICES];
+} g = {.once = PTHREAD_ONCE_INIT};
+
+static __thread CUcontext tls_ctx;
+
+uint64_t fake_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void load_config(void) {
+  const char *n = getenv("FAKE_CUDA_DEVICES");
+  g.ndev = n ? atoi(n) : 1;
+  if (g.ndev < 1 || g.ndev > FAKE_MAX_DEVICES) g.ndev = 1;
+  for (int i = 0; i < FAKE_MAX_DEVICES; i++) {
+    g.total[i] = 16ull << 30;
+    g.ctx[i].dev = i;
+    g.pool[i].dev = i;
+  }
+  const char *m = getenv("FAKE_CUDA_MEMORY");
+  while (m && *m) {
+    char *end;
+    unsigned long long a = strtoull(m, &end, 10);
+    if (*end == ':') {
+      unsigned long long b = strtoull(end + 1, &end, 10);
+      if (a < FAKE_MAX_DEVICES) g.total[a] = b;
+    } else {
+      for (int i = 0; i < FAKE_MAX_DEVICES; i++) g.total[i] = a;
+    }
+    m = *end == ',' ? end + 1 : NULL;
+  }
+}
+
+static void ensure_config(void) { pthread_once(&g.once, load_config); }
+
+#define NEED_INIT()                                                                                \
+  do {                                                                                             \
+    if (!atomic_load_explicit(&g.initialized, memory_order_acquire)) return CUDA_ERROR_NOT_INITIALIZED; \
+  } while (0)
+CUresult fake_check_ctx(void) {
+  NEED_INIT();
+  return tls_ctx ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+#define NEED_CTX()                                                                                 \
+  do {                                                                                             \
+    NEED_INIT();                                                                                   \
+    if (!tls_ctx) return CUDA_ERROR_INVALID_CONTEXT;                                               \
+  } while (0)
+
+/* ---------------- init, devices, contexts ---------------- */
+
+CUresult cuInit(unsigned int flags) {
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  ensure_config();
+  atomic_store_explicit(&g.initialized, 1, memory_order_release);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int *v) {
+  if (!v) return CUDA_ERROR_INVALID_VALUE;
+  *v = 13000;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *count) {
+  NEED_INIT();
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  *count = g.ndev;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *d, int ordinal) {
+  NEED_INIT();
+  if (!d) return CUDA_ERROR_INVALID_VALUE;
+  if (ordinal < 0 || ordinal >= g.ndev) return CUDA_ERROR_INVALID_DEVICE;
+  *d = ordinal;
+  return CUDA_SUCCESS;
+}
+
+#define CHECK_DEV(dev)                                                                             \
+  do {                                                                                             \
+    if ((dev) < 0 || (dev) >= g.ndev) return CUDA_ERROR_INVALID_DEVICE;                            \
+  } while (0)
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
+  NEED_INIT();
+  CHECK_DEV(dev);
+  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  snprintf(name, (size_t)len, "gpuslice fake GPU %d", dev);
+  return CUDA_SUCCESS;
+}
+
+void fakecuda_uuid(int dev, CUuuid *u) {
+  for (int i = 0; i < 16; i++) u->bytes[i] = (char)(0xa0 + i);
+  u->bytes[0] = (char)0xfa;
+  u->bytes[1] = (char)0xce;
+  u->bytes[15] = (char)dev;
+}
+
+CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev) {
+  NEED_INIT();
+  CHECK_DEV(dev);
+  if (!uuid) return CUDA_ERROR_INVALID_VALUE;
+  fakecuda_uuid(dev, uuid);
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) { return cuDeviceGetUuid_v2(uuid, dev); }
+
+CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
+  NEED_INIT();
+  CHECK_DEV(dev);
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  *bytes = g.total[dev];
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+  NEED_INIT();
+  CHECK_DEV(dev);
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  *pctx = &g.ctx[dev];
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  NEED_INIT();
+  CHECK_DEV(dev);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *pctx) {
+  NEED_INIT();
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  *pctx = tls_ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx) {
+  NEED_INIT();
+  tls_ctx = ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice *device) {
+  NEED_CTX();
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  *device = tls_ctx->dev;
+  return CUDA_SUCCESS;
+}
+
+/* ---------------- memory ---------------- */
+
+static CUresult alloc_block(void **out, size_t size, int dev, int kind) {
+  if (size == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (size > (1ull << 48)) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (kind != BK_HOST) {
+    uint64_t prev = atomic_fetch_add(&g.used[dev], size);
+    if (prev + size > g.total[dev]) {
+      atomic_fetch_sub(&g.used[dev], size);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+  }
+  struct block *b = aligned_alloc(HDR, HDR + ((size + HDR - 1) / HDR) * HDR);
+  if (!b) {
+    if (kind != BK_HOST) atomic_fetch_sub(&g.used[dev], size);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  b->magic = BLOCK_MAGIC;
+  b->size = size;
+  b->dev = dev;
+  b->kind = kind;
+  *out = (char *)b + HDR;
+  return CUDA_SUCCESS;
+}
+
+static CUresult free_block(void *p, int kind) {
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  struct block *b = (struct block *)((char *)p - HDR);
+  if (b->magic != BLOCK_MAGIC || b->kind != kind) return CUDA_ERROR_INVALID_VALUE;
+  b->magic = 0;
+  if (kind != BK_HOST) atomic_fetch_sub(&g.used[b->dev], b->size);
+  free(b);
+  return CUDA_SUCCESS;
+}
+
+uint64_t fakecuda_device_used(int dev) { return dev >= 0 && dev < FAKE_MAX_DEVICES ? g.used[dev] : 0; }
+uint64_t fakecuda_device_total(int dev) {
+  ensure_config();
+  return dev >= 0 && dev < FAKE_MAX_DEVICES ? g.total[dev] : 0;
+}
+int fakecuda_device_count(void) {
+  ensure_config();
+  return g.ndev;
+}
+
+CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+  NEED_CTX();
+  if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
+  int d = tls_ctx->dev;
+  *total = g.total[d];
+  *free_bytes = g.total[d] - g.used[d];
+  return CUDA_SUCCESS;
+}
+
+static CUresult dev_alloc(CUdeviceptr *dptr, size_t size, int kind) {
+  NEED_CTX();
+  if (!dptr) return CUDA_ERROR_INVALID_VALUE;
+  void *p;
+  CUresult r = alloc_block(&p, size, tls_ctx->dev, kind);
+  if (r == CUDA_SUCCESS) *dptr = (CUdeviceptr)(uintptr_t)p;
+  return r;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size) { return dev_alloc(dptr, size, BK_DEVICE); }
+CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  NEED_CTX();
+  return free_block((void *)(uintptr_t)dptr, BK_DEVICE);
+}
+
+CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t w, size_t h, unsigned int elem) {
+  if (!pitch || (elem != 4 && elem != 8 && elem != 16) || w == 0 || h == 0) return CUDA_ERROR_INVALID_VALUE;
+  size_t p = (w + 511) / 512 * 512;
+  CUresult r = dev_alloc(dptr, p * h, BK_DEVICE);
+  if (r == CUDA_SUCCESS) *pitch = p;
+  return r;
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned int flags) {
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != 0x2) return CUDA_ERROR_INVALID_VALUE;
+  return dev_alloc(dptr, size, BK_DEVICE);
+}
+
+CUresult cuMemAllocHost_v2(void **pp, size_t size) {
+  NEED_CTX();
+  if (!pp) return CUDA_ERROR_INVALID_VALUE;
+  return alloc_block(pp, size, tls_ctx->dev, BK_HOST);
+}
+CUresult cuMemFreeHost(void *p) {
+  NEED_CTX();
+  return free_block(p, BK_HOST);
+}
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
+  NEED_CTX();
+  if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
+  memcpy((void *)(uintptr_t)dst, src, n);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+  NEED_CTX();
+  if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
+  memcpy(dst, (const void *)(uintptr_t)src, n);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s) {
+  (void)s;
+  return dev_alloc(dptr, size, BK_DEVICE);
+}
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s) { return cuMemAllocAsync(dptr, size, s); }
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
+  (void)s;
+  return cuMemFree_v2(dptr);
+}
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s) { return cuMemFreeAsync(dptr, s); }
+
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev) {
+  NEED_INIT();
+  CHECK_DEV(dev);
+  if (!pool) return CUDA_ERROR_INVALID_VALUE;
+  *pool = &g.pool[dev];
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
+  (void)s;
+  NEED_CTX();
+  if (!dptr || !pool) return CUDA_ERROR_INVALID_VALUE;
+  void *p;
+  CUresult r = alloc_block(&p, size, pool->dev, BK_DEVICE);
+  if (r == CUDA_SUCCESS) *dptr = (CUdeviceptr)(uintptr_t)p;
+  return r;
+}
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
+  return cuMemAllocFromPoolAsync(dptr, size, pool, s);
+}
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
+  (void)keep;
+  NEED_INIT();
+  return pool ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop,
+                     unsigned long long flags) {
+  NEED_INIT();
+  if (!h || !prop || flags != 0 || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+      prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || size % (2u << 20) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  CHECK_DEV(prop->location.id);
+  void *p;
+  CUresult r = alloc_block(&p, size, prop->location.id, BK_HANDLE);
+  if (r == CUDA_SUCCESS) *h = (CUmemGenericAllocationHandle)(uintptr_t)p;
+  return r;
+}
+CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
+  NEED_INIT();
+  return free_block((void *)(uintptr_t)h, BK_HANDLE);
+}
+
+static size_t format_size(CUarray_format f) {
+  switch (f) {
+  case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
+  case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
+  case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT: return 4;
+  }
+  return 0;
+}
+
+static CUresult array_create(CUarray *h, size_t w, size_t hgt, size_t d, CUarray_format f, unsigned ch) {
+  NEED_CTX();
+  size_t es = format_size(f);
+  if (!h || !es || (ch != 1 && ch != 2 && ch != 4) || w == 0) return CUDA_ERROR_INVALID_VALUE;
+  void *p;
+  CUresult r = alloc_block(&p, w * (hgt ? hgt : 1) * (d ? d : 1) * es * ch, tls_ctx->dev, BK_ARRAY);
+  if (r == CUDA_SUCCESS) *h = (CUarray)p;
+  return r;
+}
+CUresult cuArrayCreate_v2(CUarray *h, const CUDA_ARRAY_DESCRIPTOR *a) {
+  if (!a) return CUDA_ERROR_INVALID_VALUE;
+  return array_create(h, a->Width, a->Height, 0, a->Format, a->NumChannels);
+}
+CUresult cuArray3DCreate_v2(CUarray *h, const CUDA_ARRAY3D_DESCRIPTOR *a) {
+  if (!a) return CUDA_ERROR_INVALID_VALUE;
+  return array_create(h, a->Width, a->Height, a->Depth, a->Format, a->NumChannels);
+}
+CUresult cuArrayDestroy(CUarray h) {
+  NEED_CTX();
+  return free_block(h, BK_ARRAY);
+}
+
+/* Every level halves each dimension, down to 1. */
+CUresult cuMipmappedArrayCreate(CUmipmappedArray *h, const CUDA_ARRAY3D_DESCRIPTOR *a, unsigned int levels) {
+  NEED_CTX();
+  size_t es = a ? format_size(a->Format) : 0;
+  if (!h || !es || levels == 0 || levels > 16 || a->Width == 0) return CUDA_ERROR_INVALID_VALUE;
+  size_t total = 0;
+  for (unsigned l = 0; l < levels; l++) {
+    size_t w = a->Width >> l, hh = a->Height >> l, d = a->Depth >> l;
+    total += (w ? w : 1) * (hh ? hh : 1) * (d ? d : 1) * es * a->NumChannels;
+  }
+  void *p;
+  CUresult r = alloc_block(&p, total, tls_ctx->dev, BK_ARRAY);
+  if (r == CUDA_SUCCESS) *h = (CUmipmappedArray)p;
+  return r;
+}
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray h) {
+  NEED_CTX();
+  return free_block(h, BK_ARRAY);
+}
+
+/* Two ABIs of one call: a CUDA 11 runtime must get the first. */
+CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice dst, CUstream s) {
+  (void)s;
+  NEED_CTX();
+  if (!p || !n || dst < -1 || dst >= g.ndev) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr p, size_t n, CUdevice dst, CUstream s) {
+  return cuMemPrefetchAsync(p, n, dst, s);
+}
+CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags, CUstream s) {
+  (void)s;
+  NEED_CTX();
+  if (!p || !n || flags != 0 || loc.type != CU_MEM_LOCATION_TYPE_DEVICE || loc.id >= g.ndev)
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags, CUstream s) {
+  return cuMemPrefetchAsync_v2(p, n, loc, flags, s);
+}

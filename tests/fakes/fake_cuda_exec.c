@@ -1,0 +1,368 @@
+/* The fake GPU's execution engine: modules with one "spin" kernel, streams,
+ * events and graphs. One worker thread per process plays the context's
+ * channel: launches and event records are queued (launch returns at once, as
+ * on a real GPU), the worker runs them in order and stamps each event with the
+ * time it reaches it. When FAKE_CUDA_GPU_LOCK names a file, the worker holds an
+ * flock on it while it has work (up to a 2 ms time slice), so processes share
+ * one GPU's time as contexts do; then an event's time says when this process's
+ * work actually ran, not when it was queued. The first 4 KiB of that file
+ * count the processes waiting for it.
+ */
+#define _GNU_SOURCE
+#include "fake_cuda_internal.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define QDEPTH 64
+#define SLICE_NS 2000000ull
+
+struct CUmod_st { int unused; };
+struct CUfunc_st { int spin; };
+struct CUstream_st { int unused; };
+struct CUevent_st { _Atomic int state; uint64_t t_ns; }; /* 0 never recorded, 1 pending, 2 done */
+struct CUgraph_st { uint64_t ns; };
+struct CUgraphExec_st { uint64_t ns; };
+
+static struct CUfunc_st spin_fn = {1};
+static struct CUmod_st the_module;
+
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int started;
+  int lock_fd;
+  struct { uint64_t ns, t_enq; struct CUevent_st *ev; } q[QDEPTH];
+  unsigned head, tail;
+  int busy;     /* worker is running an item */
+  int reserved; /* GPU taken by an event stamped on arrival, for the work that follows */
+  uint64_t reserved_at;
+  _Atomic uint64_t busy_ns;
+} ch = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, -1, {{0, 0, 0}}, 0, 0, 0, 0, 0, 0};
+
+uint64_t fakecuda_busy_ns(void) { return atomic_load(&ch.busy_ns); }
+
+static void spin_until(uint64_t end) {
+  while (fake_now_ns() < end) {
+  }
+}
+
+/* Shared through the lock file's first page: processes waiting for the GPU
+ * (a process hands the GPU over only when someone waits) and when the last
+ * holder released it. */
+struct gpu_page {
+  _Atomic uint32_t waiters;
+  _Atomic uint64_t released_ns;
+};
+static struct gpu_page *page;
+static uint64_t last_end; /* end of this channel's last item */
+
+/* Takes the GPU; returns from when it is ours on the simulated timeline. */
+static uint64_t gpu_acquire(void) {
+  uint64_t available = last_end;
+  if (ch.lock_fd < 0) return available;
+  if (flock(ch.lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (page) atomic_fetch_add(&page->waiters, 1);
+    flock(ch.lock_fd, LOCK_EX);
+    if (page) atomic_fetch_sub(&page->waiters, 1);
+  }
+  uint64_t released = page ? atomic_load(&page->released_ns) : fake_now_ns();
+  return released > available ? released : available;
+}
+
+/* The channel. A simulated timeline hides the thread's wake-up latency: on an
+ * idle GPU an item starts when it was submitted, as on hardware; behind
+ * other work it starts when that work is done. */
+static void *worker(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&ch.mu);
+  for (;;) {
+    while (ch.head == ch.tail) {
+      if (!ch.reserved) {
+        pthread_cond_wait(&ch.cv, &ch.mu);
+        continue;
+      }
+      /* a reservation nothing followed is given back after 1 ms */
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 1000000;
+      if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+      pthread_cond_timedwait(&ch.cv, &ch.mu, &ts);
+      if (ch.head == ch.tail && ch.reserved && fake_now_ns() - ch.reserved_at >= 1000000) {
+        ch.reserved = 0;
+        if (page) atomic_store(&page->released_ns, ch.reserved_at);
+        flock(ch.lock_fd, LOCK_UN);
+      }
+    }
+    ch.reserved = 0; /* the work it was for is here */
+    pthread_mutex_unlock(&ch.mu);
+    uint64_t available = gpu_acquire(); /* immediate when reserved: same open file */
+    uint64_t slice_end = fake_now_ns() + SLICE_NS;
+    pthread_mutex_lock(&ch.mu);
+    while (ch.head != ch.tail && fake_now_ns() < slice_end) {
+      unsigned i = ch.head % QDEPTH;
+      uint64_t ns = ch.q[i].ns, start = ch.q[i].t_enq > available ? ch.q[i].t_enq : available;
+      struct CUevent_st *ev = ch.q[i].ev;
+      ch.busy = 1;
+      pthread_mutex_unlock(&ch.mu);
+      if (ev) {
+        ev->t_ns = start;
+        atomic_store(&ev->state, 2);
+      } else if (ns) {
+        spin_until(start + ns);
+        atomic_fetch_add(&ch.busy_ns, ns);
+        available = last_end = start + ns;
+      }
+      pthread_mutex_lock(&ch.mu);
+      ch.busy = 0;
+      ch.head++;
+      pthread_cond_broadcast(&ch.cv);
+    }
+    int more = ch.head != ch.tail, handed = 0;
+    if (ch.lock_fd >= 0 && !ch.reserved) {
+      /* free from the end of our last item on the timeline, even if this
+       * thread was descheduled since */
+      if (page) atomic_store(&page->released_ns, available);
+      flock(ch.lock_fd, LOCK_UN);
+      handed = 1;
+    }
+    pthread_mutex_unlock(&ch.mu);
+    /* flock is not fair: when someone waits, let them in */
+    if (handed && more && page && atomic_load(&page->waiters)) usleep(100);
+    pthread_mutex_lock(&ch.mu);
+  }
+  return NULL;
+}
+
+/* Opens the GPU lock and starts the worker; called with ch.mu held. */
+static int start_channel(void) {
+  if (ch.started) return 0;
+  const char *lock = getenv("FAKE_CUDA_GPU_LOCK");
+  if (lock && *lock) ch.lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (ch.lock_fd >= 0 && ftruncate(ch.lock_fd, 4096) == 0) {
+    void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, ch.lock_fd, 0);
+    if (m != MAP_FAILED) page = m;
+  }
+  pthread_t t;
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  if (pthread_create(&t, &a, worker, NULL) != 0) return -1;
+  ch.started = 1;
+  return 0;
+}
+
+/* Queues one item; blocks while the queue is full (a full push buffer). */
+static CUresult enqueue(uint64_t ns, struct CUevent_st *ev) {
+  pthread_mutex_lock(&ch.mu);
+  if (start_channel() != 0) {
+    pthread_mutex_unlock(&ch.mu);
+    return CUDA_ERROR_UNKNOWN;
+  }
+  while (ch.tail - ch.head >= QDEPTH) pthread_cond_wait(&ch.cv, &ch.mu);
+  ch.q[ch.tail % QDEPTH].ns = ns;
+  ch.q[ch.tail % QDEPTH].t_enq = fake_now_ns();
+  ch.q[ch.tail % QDEPTH].ev = ev;
+  ch.tail++;
+  pthread_cond_broadcast(&ch.cv);
+  pthread_mutex_unlock(&ch.mu);
+  return CUDA_SUCCESS;
+}
+
+static CUresult drain(void) {
+  CUresult r = fake_check_ctx();
+  if (r) return r;
+  pthread_mutex_lock(&ch.mu);
+  while (ch.head != ch.tail) pthread_cond_wait(&ch.cv, &ch.mu);
+  pthread_mutex_unlock(&ch.mu);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize(void) { return drain(); }
+CUresult cuStreamSynchronize(CUstream s) {
+  (void)s;
+  return drain();
+}
+CUresult cuStreamSynchronize_ptsz(CUstream s) { return cuStreamSynchronize(s); }
+
+CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
+  CUresult r = fake_check_ctx();
+  if (r) return r;
+  if (!s || flags > 1) return CUDA_ERROR_INVALID_VALUE;
+  *s = calloc(1, sizeof(struct CUstream_st));
+  return *s ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuStreamDestroy_v2(CUstream s) {
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  free(s);
+  return CUDA_SUCCESS;
+}
+
+/* ---------------- modules and launches ---------------- */
+
+CUresult cuModuleLoadData(CUmodule *m, const void *image) {
+  CUresult r = fake_check_ctx();
+  if (r) return r;
+  if (!m || !image) return CUDA_ERROR_INVALID_VALUE;
+  *m = &the_module;
+  return CUDA_SUCCESS;
+}
+CUresult cuModuleUnload(CUmodule m) { return m == &the_module ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
+  if (!f || !name) return CUDA_ERROR_INVALID_VALUE;
+  if (m != &the_module) return CUDA_ERROR_INVALID_HANDLE;
+  if (strcmp(name, "spin") != 0) return CUDA_ERROR_NOT_FOUND;
+  *f = &spin_fn;
+  return CUDA_SUCCESS;
+}
+
+static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                       unsigned bz, void **params) {
+  CUresult r = fake_check_ctx();
+  if (r) return r;
+  if (f != &spin_fn) return CUDA_ERROR_INVALID_HANDLE;
+  if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t ns = params && params[0] ? *(const uint64_t *)params[0] : 0;
+  return ns ? enqueue(ns, NULL) : CUDA_SUCCESS; /* an empty kernel has nothing to run */
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, unsigned shmem, CUstream s, void **params, void **extra) {
+  (void)shmem, (void)s, (void)extra;
+  return launch(f, gx, gy, gz, bx, by, bz, params);
+}
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                             unsigned bz, unsigned shmem, CUstream s, void **params, void **extra) {
+  return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+}
+CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
+  (void)extra;
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  return launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ, params);
+}
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
+  return cuLaunchKernelEx(c, f, params, extra);
+}
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                   unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params) {
+  (void)shmem, (void)s;
+  return launch(f, gx, gy, gz, bx, by, bz, params);
+}
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                        unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params) {
+  return cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shmem, s, params);
+}
+
+/* ---------------- events ---------------- */
+
+CUresult cuEventCreate(CUevent *e, unsigned int flags) {
+  CUresult r = fake_check_ctx();
+  if (r) return r;
+  if (!e || flags > 0xf) return CUDA_ERROR_INVALID_VALUE;
+  *e = calloc(1, sizeof(struct CUevent_st));
+  return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuEventDestroy_v2(CUevent e) {
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  cuCtxSynchronize(); /* the worker may still hold it */
+  free(e);
+  return CUDA_SUCCESS;
+}
+/* An idle GPU stamps an event as it arrives (and, here, stays this
+ * channel's for the work that follows, as a real channel keeps its time
+ * slice); a busy one stamps it when it reaches it. */
+CUresult cuEventRecord(CUevent e, CUstream s) {
+  (void)s;
+  CUresult r = fake_check_ctx();
+  if (r) return r;
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&ch.mu);
+  int idle = start_channel() == 0 && ch.head == ch.tail && !ch.busy &&
+             (ch.lock_fd < 0 || ch.reserved || flock(ch.lock_fd, LOCK_EX | LOCK_NB) == 0);
+  if (idle) {
+    uint64_t now = fake_now_ns();
+    uint64_t released = page ? atomic_load(&page->released_ns) : 0;
+    if (ch.lock_fd >= 0) {
+      ch.reserved = 1;
+      ch.reserved_at = now;
+      pthread_cond_broadcast(&ch.cv);
+    }
+    e->t_ns = now > released ? now : released;
+    atomic_store(&e->state, 2);
+  }
+  pthread_mutex_unlock(&ch.mu);
+  if (idle) return CUDA_SUCCESS;
+  atomic_store(&e->state, 1);
+  return enqueue(0, e);
+}
+CUresult cuEventRecord_ptsz(CUevent e, CUstream s) { return cuEventRecord(e, s); }
+CUresult cuEventQuery(CUevent e) {
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  return atomic_load(&e->state) == 1 ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+CUresult cuEventSynchronize(CUevent e) {
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&ch.mu);
+  while (atomic_load(&e->state) == 1) pthread_cond_wait(&ch.cv, &ch.mu);
+  pthread_mutex_unlock(&ch.mu);
+  return CUDA_SUCCESS;
+}
+CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
+  if (!ms) return CUDA_ERROR_INVALID_VALUE;
+  if (!a || !b) return CUDA_ERROR_INVALID_HANDLE;
+  int sa = atomic_load(&a->state), sb = atomic_load(&b->state);
+  if (sa == 0 || sb == 0) return CUDA_ERROR_INVALID_HANDLE;
+  if (sa == 1 || sb == 1) return CUDA_ERROR_NOT_READY;
+  *ms = (float)((double)((int64_t)(b->t_ns - a->t_ns)) / 1e6);
+  return CUDA_SUCCESS;
+}
+CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) { return cuEventElapsedTime(ms, a, b); }
+
+/* ---------------- graphs: a graph of spin kernels runs as one item ---------------- */
+
+CUresult cuGraphCreate(CUgraph *g, unsigned int flags) {
+  if (!g || flags) return CUDA_ERROR_INVALID_VALUE;
+  *g = calloc(1, sizeof(struct CUgraph_st));
+  return *g ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuGraphAddKernelNode_v2(CUgraphNode *n, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                 const CUDA_KERNEL_NODE_PARAMS_v2 *p) {
+  if (!n || !g || !p || (ndeps && !deps)) return CUDA_ERROR_INVALID_VALUE;
+  if (p->func != &spin_fn) return CUDA_ERROR_INVALID_VALUE;
+  g->ns += p->kernelParams && p->kernelParams[0] ? *(const uint64_t *)p->kernelParams[0] : 0;
+  *n = (CUgraphNode)g;
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags) {
+  if (!e || !g || flags > 0xf) return CUDA_ERROR_INVALID_VALUE;
+  *e = calloc(1, sizeof(struct CUgraphExec_st));
+  if (!*e) return CUDA_ERROR_OUT_OF_MEMORY;
+  (*e)->ns = g->ns;
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
+  (void)s;
+  CUresult r = fake_check_ctx();
+  if (r) return r;
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  return enqueue(e->ns, NULL);
+}
+CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) { return cuGraphLaunch(e, s); }
+CUresult cuGraphExecDestroy(CUgraphExec e) {
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  cuCtxSynchronize();
+  free(e);
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphDestroy(CUgraph g) {
+  if (!g) return CUDA_ERROR_INVALID_HANDLE;
+  free(g);
+  return CUDA_SUCCESS;
+}

@@ -1,0 +1,24 @@
+/* What the fake driver's files share, and the helpers it exports for the fake
+ * NVML and for tests (names start with fakecuda_, never used by real code). */
+#ifndef GPUSLICE_FAKE_CUDA_INTERNAL_H
+#define GPUSLICE_FAKE_CUDA_INTERNAL_H
+
+#include "gpuslice/cuda_api.h"
+
+uint64_t fake_now_ns(void);
+CUresult fake_check_ctx(void);
+
+int fakecuda_device_count(void);
+void fakecuda_uuid(int dev, CUuuid *u);
+uint64_t fakecuda_device_used(int dev);
+uint64_t fakecuda_device_total(int dev);
+uint64_t fakecuda_busy_ns(void);
+
+/* Variants not in gpuslice/cuda_api.h (the interposer does not wrap them). */
+CUresult cuStreamSynchronize_ptsz(CUstream s);
+CUresult cuEventRecord_ptsz(CUevent e, CUstream s);
+CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b);
+CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr p, size_t n, CUdevice dst, CUstream s);
+CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags, CUstream s);
+
+#endif

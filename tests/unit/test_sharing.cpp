@@ -1,0 +1,249 @@
+// Host side of GPU sharing: sizes, limit lists, the limits file, the usage
+// region (creation, validation of what a tenant may have written, reclaim of
+// dead processes' slots).
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/sharing/limits.hpp"
+#include "gpuslice/sharing/region.hpp"
+
+extern "C" {
+#include "gpuslice/region.h"
+}
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace gpuslice::sharing;
+using gpuslice::Error;
+
+namespace {
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/gpuslice-sharing-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+void poke(const std::string &path, off_t off, const void *data, size_t len) {
+  int fd = ::open(path.c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(::pwrite(fd, data, len, off) == static_cast<ssize_t>(len));
+  ::close(fd);
+}
+
+off_t slot_used_offset(unsigned slot, unsigned dev) {
+  return static_cast<off_t>(offsetof(gs_region, slots) + slot * sizeof(gs_region_slot) +
+                            offsetof(gs_region_slot, used) + dev * sizeof(uint64_t));
+}
+
+} // namespace
+
+TEST_CASE("sizes parse with binary and decimal suffixes", "[sharing]") {
+  CHECK(parse_size("4Gi") == 4ull << 30);
+  CHECK(parse_size("512Mi") == 512ull << 20);
+  CHECK(parse_size("1Ki") == 1024);
+  CHECK(parse_size("2Ti") == 2ull << 40);
+  CHECK(parse_size("1G") == 1000000000ull);
+  CHECK(parse_size("1.5Gi") == 3ull << 29);
+  CHECK(parse_size("1073741824") == 1073741824ull);
+  CHECK(parse_size(" 8Gi ") == 8ull << 30);
+  for (const char *bad : {"", "Gi", "-1Gi", "4Gx", "abc", "1e400Gi", "+4Gi", "4 Gi"})
+    CHECK_THROWS_AS(parse_size(bad), Error);
+  CHECK_THROWS_WITH(parse_size("4Gx"), Catch::Contains("\"4Gx\""));
+}
+
+TEST_CASE("memory limit lists name devices by ordinal or UUID", "[sharing]") {
+  auto all = parse_memory_limits("4Gi");
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].key == "*");
+  CHECK(all[0].memory == 4ull << 30);
+
+  auto some = parse_memory_limits("0:1Gi, GPU-fb0e6c7c-1a2b-3c4d-5e6f-0123456789ab:2Gi,*:512Mi");
+  REQUIRE(some.size() == 3);
+  CHECK(some[0].key == "0");
+  CHECK(some[0].memory == 1ull << 30);
+  CHECK(some[1].key == "GPU-fb0e6c7c-1a2b-3c4d-5e6f-0123456789ab");
+  CHECK(some[1].memory == 2ull << 30);
+  CHECK(some[2].key == "*");
+
+  CHECK_THROWS_WITH(parse_memory_limits("x:1Gi"), Catch::Contains("\"x\""));
+  CHECK_THROWS_WITH(parse_memory_limits("0:1Gi,0:2Gi"), Catch::Contains("twice"));
+  CHECK_THROWS_AS(parse_memory_limits("0:"), Error);
+  CHECK_THROWS_AS(parse_memory_limits(""), Error);
+  CHECK_THROWS_AS(parse_memory_limits("GPU-zz:1Gi"), Error);
+}
+
+TEST_CASE("policies and compute shares", "[sharing]") {
+  CHECK(parse_policy("burst") == Policy::burst);
+  CHECK(policy_name(Policy::fixed) == "fixed");
+  CHECK_THROWS_WITH(parse_policy("greedy"), Catch::Contains("\"greedy\""));
+  Limits l;
+  apply_compute(l, 30, Policy::fixed);
+  REQUIRE(l.devices.size() == 1);
+  CHECK(l.devices[0].key == "*");
+  CHECK(l.devices[0].compute == 30);
+  CHECK_THROWS_AS(apply_compute(l, 101, Policy::fixed), Error);
+}
+
+TEST_CASE("the limits file round-trips and is read-only", "[sharing]") {
+  Limits l;
+  l.devices = parse_memory_limits("*:4Gi,1:2Gi");
+  apply_compute(l, 30, Policy::burst);
+  l.devices.push_back({"GPU-00112233-4455-6677-8899-aabbccddeeff", 1024, {}, Policy::native});
+  l.activity = "/run/gpuslice/activity";
+  std::string text = render_limits(l);
+  CHECK(text.rfind(GS_LIMITS_HEADER "\n", 0) == 0);
+  CHECK(text.find("device 1 memory 2147483648 compute 30 policy burst\n") != std::string::npos);
+  CHECK(parse_limits(text) == l);
+
+  TempDir dir;
+  std::string path = dir.path + "/limits";
+  write_limits_file(path, l);
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0444);
+  std::ifstream in(path);
+  std::string back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(back == text);
+
+  CHECK_THROWS_WITH(parse_limits("gpuslice-limits 1\ndevice 0 memory lots\n"), Catch::Contains("line 2"));
+  CHECK_THROWS_AS(parse_limits("something else\n"), Error);
+  CHECK_THROWS_AS(parse_limits("gpuslice-limits 1\ndevice 0 compute 120\n"), Error);
+  Limits bad;
+  bad.activity = "relative/path";
+  CHECK_THROWS_AS(render_limits(bad), Error);
+}
+
+TEST_CASE("a new region is valid and empty", "[sharing]") {
+  TempDir dir;
+  std::string path = dir.path + "/region";
+  create_region(path);
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK(static_cast<uint64_t>(st.st_size) == GS_REGION_SIZE);
+  CHECK((st.st_mode & 0777) == 0666);
+  RegionUsage u = read_region(path);
+  CHECK(u.devices.empty());
+  CHECK(u.slots_in_use == 0);
+  CHECK_THROWS_WITH(read_region(dir.path + "/none"), Catch::Contains("none\""));
+}
+
+TEST_CASE("what a tenant writes into the region is validated", "[sharing]") {
+  TempDir dir;
+  std::string path = dir.path + "/region";
+  create_region(path);
+
+  SECTION("a huge high-water mark is clamped, usages saturate") {
+    uint32_t hw = 0xffffffffu;
+    poke(path, offsetof(gs_region, slots_hw), &hw, sizeof hw);
+    uint64_t lo = 7, hi = 9, big = UINT64_MAX - 5;
+    poke(path, offsetof(gs_region, devices), &lo, 8);
+    poke(path, offsetof(gs_region, devices) + 8, &hi, 8);
+    poke(path, slot_used_offset(3, 0), &big, 8);
+    poke(path, slot_used_offset(GS_MAX_SLOTS - 1, 0), &big, 8);
+    RegionUsage u = read_region(path);
+    REQUIRE(u.devices.size() == 1);
+    CHECK(u.devices[0].used == UINT64_MAX);
+    CHECK(u.slots_in_use == 2);
+  }
+  SECTION("a broken header is refused") {
+    uint32_t version = 99;
+    poke(path, offsetof(gs_region, version), &version, sizeof version);
+    CHECK_THROWS_WITH(read_region(path), Catch::Contains("no valid header"));
+  }
+  SECTION("a truncated region is refused") {
+    REQUIRE(::truncate(path.c_str(), 100) == 0);
+    CHECK_THROWS_WITH(read_region(path), Catch::Contains("truncated"));
+  }
+  SECTION("creating again repairs it") {
+    uint64_t magic = 0;
+    poke(path, 0, &magic, 8);
+    create_region(path);
+    CHECK_NOTHROW(read_region(path));
+  }
+}
+
+// A process that claims slot `slot` the way the interposer does, charges
+// 1 GiB to it and waits; returns its pid once it holds the slot.
+static pid_t holder(const std::string &path, unsigned slot) {
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int fd = ::open(path.c_str(), O_RDWR);
+    struct flock fl {};
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = GS_SLOT_LOCK_BASE + slot;
+    fl.l_len = 1;
+    if (fd < 0 || ::fcntl(fd, F_OFD_SETLK, &fl) != 0)
+      ::_exit(1);
+    uint64_t gib = 1ull << 30;
+    uint32_t hw = slot + 1;
+    if (::pwrite(fd, &gib, 8, slot_used_offset(slot, 0)) != 8 ||
+        ::pwrite(fd, &hw, 4, offsetof(gs_region, slots_hw)) != 4 || ::write(ready[1], "x", 1) != 1)
+      ::_exit(1);
+    for (;;)
+      ::pause();
+  }
+  ::close(ready[1]);
+  char c;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  ::close(ready[0]);
+  return pid;
+}
+
+TEST_CASE("a SIGKILLed process's usage is reclaimed, a live one's is not", "[sharing]") {
+  TempDir dir;
+  std::string path = dir.path + "/region";
+  create_region(path);
+  uint64_t lo = 1, hi = 2;
+  poke(path, offsetof(gs_region, devices), &lo, 8);
+  poke(path, offsetof(gs_region, devices) + 8, &hi, 8);
+
+  pid_t alive = holder(path, 0);
+  pid_t doomed = holder(path, 1);
+  CHECK(read_region(path).devices.at(0).used == 2ull << 30);
+  CHECK(reclaim_dead_slots(path) == 0);
+
+  ::kill(doomed, SIGKILL);
+  ::waitpid(doomed, nullptr, 0);
+  CHECK(reclaim_dead_slots(path) == 1);
+  RegionUsage u = read_region(path);
+  CHECK(u.devices.at(0).used == 1ull << 30);
+  CHECK(u.slots_in_use == 1);
+
+  ::kill(alive, SIGKILL);
+  ::waitpid(alive, nullptr, 0);
+  CHECK(reclaim_dead_slots(path) == 1);
+  CHECK(read_region(path).devices.at(0).used == 0);
+}
+
+TEST_CASE("the activity file is created once", "[sharing]") {
+  TempDir dir;
+  std::string path = dir.path + "/activity";
+  create_activity_file(path);
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK(static_cast<uint64_t>(st.st_size) == GS_ACTIVITY_SIZE);
+  uint64_t owner = 42;
+  poke(path, 0, &owner, 8);
+  create_activity_file(path); // an existing one is kept: other containers use it
+  int fd = ::open(path.c_str(), O_RDONLY);
+  uint64_t back = 0;
+  REQUIRE(::pread(fd, &back, 8, 0) == 8);
+  ::close(fd);
+  CHECK(back == 42);
+}

@@ -60,7 +60,7 @@ int main(int argc, char **argv) {
 
   if (cl.edits_bundle()) {
     try {
-      const auto edit = shim::prepare_bundle(cl.bundle, config, config_file);
+      const auto edit = shim::prepare_bundle(cl.bundle, cl.container_id, config, config_file);
       if (edit.written) {
         start_logging(config);
         for (const auto &w : edit.warnings)
@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
         std::string devices;
         for (const auto &d : edit.devices)
           devices += (devices.empty() ? "" : ",") + d;
-        spdlog::info("container {}: injected {}", cl.container_id, devices);
+        spdlog::info("container {}: injected {}{}", cl.container_id, devices, edit.shared ? " with GPU limits" : "");
         spdlog::shutdown();
       }
     } catch (const Error &e) {

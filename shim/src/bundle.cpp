@@ -3,7 +3,9 @@
 #include "gpuslice/cdi/registry.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/hook/state_dir.hpp"
 #include "gpuslice/shim/requests.hpp"
+#include "gpuslice/shim/sharing.hpp"
 
 namespace gpuslice::shim {
 
@@ -32,8 +34,24 @@ void add_gpuslice_hooks(cdi::OciSpec &oci, const Config &config, const std::stri
   }
 }
 
-BundleEdit prepare_bundle(const std::string &bundle_dir, const Config &config, const std::string &config_file) {
-  const std::string path = (bundle_dir.empty() ? std::string(".") : bundle_dir) + "/config.json";
+namespace {
+
+// The container's root filesystem on the host: root.path, relative to the
+// bundle unless absolute.
+std::string rootfs_path(const cdi::OciSpec &oci, const std::string &bundle_dir) {
+  auto root = oci.find("root");
+  if (root == oci.end() || !root->is_object() || !root->contains("path") || !(*root)["path"].is_string())
+    throw Error("OCI spec has no root.path");
+  const std::string path = (*root)["path"].get<std::string>();
+  return fs::is_absolute(path) ? path : bundle_dir + "/" + path;
+}
+
+} // namespace
+
+BundleEdit prepare_bundle(const std::string &bundle_dir_arg, const std::string &container_id, const Config &config,
+                          const std::string &config_file) {
+  const std::string bundle_dir = bundle_dir_arg.empty() ? std::string(".") : bundle_dir_arg;
+  const std::string path = bundle_dir + "/config.json";
   cdi::OciSpec oci;
   with_context("OCI spec " + quote(path), [&] {
     const std::string text = fs::read_file(path);
@@ -44,6 +62,7 @@ BundleEdit prepare_bundle(const std::string &bundle_dir, const Config &config, c
 
   Requests requests = collect_requests(oci, config);
   BundleEdit edit;
+  std::string container_dir;
   if (requests.empty() && !requests.removed_linux_devices)
     return edit;
 
@@ -52,16 +71,36 @@ BundleEdit prepare_bundle(const std::string &bundle_dir, const Config &config, c
     registry.reload();
     for (const auto &e : registry.errors())
       edit.warnings.push_back("CDI spec " + e.path + ": " + e.message);
-    cdi::inject_devices(registry, oci, requests.devices);
-    add_gpuslice_hooks(oci, config, config_file);
+    const cdi::ContainerEdits edits = cdi::collect_edits(registry, requests.devices);
+    const auto limits = container_limits(edits, oci, config);
+    cdi::OciSpec edited = oci;
+    cdi::apply_edits(edited, edits);
+    add_gpuslice_hooks(edited, config, config_file);
+    if (limits) {
+      container_dir = hook::create_container_dir(config.state_dir, container_id);
+      try {
+        wire_sharing(edited, *limits, container_dir, rootfs_path(oci, bundle_dir), config);
+      } catch (...) {
+        hook::remove_container_dir(config.state_dir, container_id);
+        throw;
+      }
+      edit.shared = true;
+    }
+    oci = std::move(edited);
   }
-  std::string text;
   try {
-    text = oci.dump();
-  } catch (const nlohmann::json::exception &e) {
-    throw Error(std::string("cannot serialise the edited OCI spec: ") + e.what());
+    std::string text;
+    try {
+      text = oci.dump();
+    } catch (const nlohmann::json::exception &e) {
+      throw Error(std::string("cannot serialise the edited OCI spec: ") + e.what());
+    }
+    with_context("OCI spec " + quote(path), [&] { fs::write_file_atomic(path, text, static_cast<mode_t>(-1), fs::Durability::atomic); });
+  } catch (...) {
+    if (edit.shared)
+      hook::remove_container_dir(config.state_dir, container_id);
+    throw;
   }
-  with_context("OCI spec " + quote(path), [&] { fs::write_file_atomic(path, text, static_cast<mode_t>(-1), fs::Durability::atomic); });
   edit.written = true;
   edit.devices = std::move(requests.devices);
   return edit;

@@ -109,14 +109,14 @@ TEST_CASE("prepare_bundle: nothing requested leaves config.json alone; failures 
   ::chmod((t / "b1/config.json").c_str(), 0600);
   struct stat before {};
   ::stat((t / "b1/config.json").c_str(), &before);
-  CHECK_FALSE(prepare_bundle(t / "b1", config, kDefaultConfigPath).written);
+  CHECK_FALSE(prepare_bundle(t / "b1", "c1", config, kDefaultConfigPath).written);
   struct stat after {};
   ::stat((t / "b1/config.json").c_str(), &after);
   CHECK(before.st_ino == after.st_ino); // not even replaced
 
   t.write("b2/config.json", R"({"process": {"env": []}, "annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}})");
   ::chmod((t / "b2/config.json").c_str(), 0600);
-  auto edit = prepare_bundle(t / "b2", config, kDefaultConfigPath);
+  auto edit = prepare_bundle(t / "b2", "c2", config, kDefaultConfigPath);
   CHECK(edit.written);
   CHECK(edit.devices == std::vector<std::string>{"v.com/gpu=0"});
   auto written = cdi::OciSpec::parse(fs::read_file(t / "b2/config.json"));
@@ -128,9 +128,9 @@ TEST_CASE("prepare_bundle: nothing requested leaves config.json alone; failures 
 
   const std::string unknown = R"({"annotations": {"cdi.k8s.io/x": "v.com/gpu=9"}})";
   t.write("b3/config.json", unknown);
-  CHECK_THROWS_WITH(prepare_bundle(t / "b3", config, kDefaultConfigPath), Catch::Contains("\"v.com/gpu=9\"") && Catch::Contains(t / "cdi"));
+  CHECK_THROWS_WITH(prepare_bundle(t / "b3", "c3", config, kDefaultConfigPath), Catch::Contains("\"v.com/gpu=9\"") && Catch::Contains(t / "cdi"));
   CHECK(fs::read_file(t / "b3/config.json") == unknown);
-  CHECK_THROWS_WITH(prepare_bundle(t / "missing", config, kDefaultConfigPath), Catch::Contains("config.json"));
+  CHECK_THROWS_WITH(prepare_bundle(t / "missing", "c4", config, kDefaultConfigPath), Catch::Contains("config.json"));
 }
 
 TEST_CASE("find_runtime: absolute paths, PATH search, clear error", "[shim]") {

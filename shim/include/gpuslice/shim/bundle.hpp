@@ -16,10 +16,15 @@ struct BundleEdit {
   bool written = false;
   std::vector<std::string> devices;  // what was injected
   std::vector<std::string> warnings; // spec files that failed to load (others were used)
+  bool shared = false;               // GPU limits were wired in
 };
 
-// Throws Error naming the device, spec or file; config.json is then untouched.
-BundleEdit prepare_bundle(const std::string &bundle_dir, const Config &config, const std::string &config_file);
+// Throws Error naming the device, spec or file; config.json is then untouched
+// and nothing is left in the state dir. A container with GPU limits gets its
+// state dir (<state-dir>/containers/<container_id>) with the limits file,
+// usage region and preload file, and their mounts (see sharing.hpp).
+BundleEdit prepare_bundle(const std::string &bundle_dir, const std::string &container_id, const Config &config,
+                          const std::string &config_file);
 
 // Adds gpuslice-hook for createRuntime and poststop with an explicit minimal
 // environment: never the container's, whatever the runtime and stage would

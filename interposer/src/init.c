@@ -99,6 +99,16 @@ static void atfork_child(void) {
   atomic_store(&gs_state, GS_UNINIT);
 }
 
+/* In a container, gpuslice-runtime mounts the limits file (read-only) and
+ * the region at the default paths. The environment is the tenant's: it may
+ * name other files only where those are absent (`gpuslice exec`), or a
+ * tenant could escape its limit with GPUSLICE_LIMITS=/nonexistent. */
+static const char *pick_path(const char *env_name, const char *default_path) {
+  if (access(default_path, F_OK) == 0) return default_path;
+  const char *p = secure_getenv(env_name);
+  return p && *p ? p : default_path;
+}
+
 void gs_init_slow(void) {
   pthread_mutex_lock(&init_mu);
   if (atomic_load(&gs_state) != GS_UNINIT) {
@@ -112,8 +122,7 @@ void gs_init_slow(void) {
     pthread_atfork(NULL, NULL, atfork_child);
     atfork_registered = 1;
   }
-  const char *lp = secure_getenv(GS_ENV_LIMITS);
-  if (!lp || !*lp) lp = GS_DEFAULT_LIMITS_PATH;
+  const char *lp = pick_path(GS_ENV_LIMITS, GS_DEFAULT_LIMITS_PATH);
   int state = GS_PASSTHROUGH;
   int n = gs_limits_load(lp);
   if (n < 0) {
@@ -121,8 +130,7 @@ void gs_init_slow(void) {
   } else if (gs_track_init() != 0) {
     GS_LOG("cannot map the allocation table: not enforcing");
   } else {
-    const char *rp = secure_getenv(GS_ENV_REGION);
-    if (!rp || !*rp) rp = GS_DEFAULT_REGION_PATH;
+    const char *rp = pick_path(GS_ENV_REGION, GS_DEFAULT_REGION_PATH);
     gs_region_open(rp);
     state = gs_reg ? GS_ENFORCE : GS_PASSTHROUGH;
     GS_LOG("limits \"%s\" (%d entries), region \"%s\": %s", lp, n, rp,

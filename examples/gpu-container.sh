@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # README's main job: builds gpuslice, then starts a real container through
 # gpuslice-runtime + runc that asks for a GPU the way a DRA claim does (a
-# cdi.k8s.io/ annotation), and shows what the container got. Without a GPU,
-# the GPU is simulated: device nodes made with mknod (char 195:0 and 195:255,
-# the NVIDIA majors) and a CDI spec describing them, as a DRA driver would.
-# Run as root on Debian 12 / Ubuntu 22.04. Leaves nothing behind.
+# cdi.k8s.io/ annotation), and shows what the container got: the device, its
+# env and driver files, and a 256 MiB GPU memory limit that a CUDA program
+# inside cannot exceed. Without a GPU, the GPU is simulated: device nodes made
+# with mknod (char 195:0 and 195:255, the NVIDIA majors), gpuslice's fake
+# libcuda.so.1 (a 1 GiB GPU) as the driver library, and a CDI spec describing
+# them as a DRA driver would. Run as root on Debian 12 / Ubuntu 22.04.
+# Leaves nothing behind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" -eq 0 ] || { echo "gpu-container.sh: run as root (it creates device nodes and containers)" >&2; exit 1; }
 
 bash scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc)" --target gpuslice gpuslice-runtime gpuslice-hook >/dev/null
+cmake --build build -j"$(nproc)" --target gpuslice gpuslice-runtime gpuslice-hook gpuslice_cuda fake_cuda cuda-alloc >/dev/null
 
 work=$(mktemp -d /tmp/gpuslice-demo-XXXXXX)
 root="$work/runc-root"
@@ -27,11 +30,12 @@ mkdir -p "$work/dev" "$work/cdi" "$work/driver"
 mknod -m 666 "$work/dev/nvidia0" c 195 0
 mknod -m 666 "$work/dev/nvidiactl" c 195 255
 echo "550.54.15 (simulated)" > "$work/driver/version"
+cp build/tests/fakes/lib/libcuda.so.1 "$work/driver/libcuda.so.1"
 cat > "$work/cdi/demo-gpu.yaml" <<SPEC
 cdiVersion: "0.6.0"
 kind: nvidia.com/gpu
 containerEdits:
-  env: ["NVIDIA_DRIVER_CAPABILITIES=compute,utility"]
+  env: ["NVIDIA_DRIVER_CAPABILITIES=compute,utility", "LD_LIBRARY_PATH=/usr/local/nvidia", "FAKE_CUDA_MEMORY=1073741824"]
   deviceNodes:
     - {path: /dev/nvidiactl, hostPath: $work/dev/nvidiactl}
   mounts:
@@ -39,7 +43,7 @@ containerEdits:
 devices:
   - name: "0"
     containerEdits:
-      env: [NVIDIA_VISIBLE_DEVICES=0]
+      env: [NVIDIA_VISIBLE_DEVICES=0, GPUSLICE_MEMORY_LIMIT=256Mi]
       deviceNodes:
         - {path: /dev/nvidia0, hostPath: $work/dev/nvidia0}
 SPEC
@@ -51,6 +55,7 @@ spec-dirs = ["$work/cdi"]
 runtimes = ["runc"]
 hook-path = "$PWD/build/hook/gpuslice-hook"
 state-dir = "$work/state"
+interposer-path = "$PWD/build/interposer/libgpuslice-cuda.so"
 [log]
 target = "stderr"
 level = "warn"
@@ -60,10 +65,17 @@ export GPUSLICE_CONFIG="$work/gpuslice.toml"
 echo "== CDI devices on this node (gpuslice cdi list)"
 build/cli/gpuslice cdi list
 
-# A busybox bundle whose spec asks for nvidia.com/gpu=0 through an annotation.
-mkdir -p "$work/bundle/rootfs/bin"
-cp /bin/busybox "$work/bundle/rootfs/bin/busybox"
-for applet in sh ls cat env grep mount head; do ln -s busybox "$work/bundle/rootfs/bin/$applet"; done
+# A small image (busybox, glibc and a CUDA program) whose spec asks for
+# nvidia.com/gpu=0 through an annotation.
+rootfs="$work/bundle/rootfs"
+mkdir -p "$rootfs/bin"
+cp /bin/busybox "$rootfs/bin/busybox"
+for applet in sh ls cat env grep mount head; do ln -s busybox "$rootfs/bin/$applet"; done
+cp build/examples/cuda-alloc "$rootfs/bin/cuda-alloc"
+for lib in $(ldd build/examples/cuda-alloc | grep -o '/[^ ]*'); do
+  mkdir -p "$rootfs$(dirname "$lib")"
+  cp -L "$lib" "$rootfs$lib"
+done
 (cd "$work/bundle" && runc spec)
 python3 - "$work/bundle/config.json" <<'PY'
 import json, sys
@@ -75,7 +87,10 @@ c["process"]["args"] = ["sh", "-c",
     "echo '-- env:'; env | grep NVIDIA | sort; "
     "echo '-- driver mount:'; cat /usr/local/nvidia/version; grep /usr/local/nvidia /proc/mounts; "
     "echo '-- open /dev/nvidia0 (ENXIO means the device cgroup let it through, there is no driver):'; "
-    "cat /dev/nvidia0 2>&1 | head -1"]
+    "cat /dev/nvidia0 2>&1 | head -1; "
+    "echo '-- /etc/ld.so.preload:'; cat /etc/ld.so.preload; "
+    "echo '-- a CUDA program on a 1 GiB (simulated) GPU, limit 256 MiB: 300 MiB must fail, 200 MiB fit:'; "
+    "cuda-alloc 300 200; echo \"cuda-alloc exit status $?\""]
 c.setdefault("annotations", {})["cdi.k8s.io/demo-dra_claim-1"] = "nvidia.com/gpu=0"
 json.dump(c, open(path, "w"), indent=2)
 PY

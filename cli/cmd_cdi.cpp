@@ -11,6 +11,7 @@
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/strings.hpp"
 
 #include <iostream>
 #include <memory>
@@ -31,17 +32,7 @@ struct CdiOptions {
 std::vector<std::string> spec_dirs(const CdiOptions &o) {
   if (o.spec_dirs.empty())
     return load_config(config_path()).spec_dirs;
-  std::vector<std::string> dirs;
-  std::size_t i = 0;
-  while (i <= o.spec_dirs.size()) {
-    std::size_t j = o.spec_dirs.find(',', i);
-    if (j == std::string::npos)
-      j = o.spec_dirs.size();
-    if (j > i)
-      dirs.push_back(o.spec_dirs.substr(i, j - i));
-    i = j + 1;
-  }
-  return dirs;
+  return split(o.spec_dirs, ',', EmptyParts::skip);
 }
 
 void print_errors(const cdi::Registry &registry) {

@@ -2,6 +2,7 @@
 
 #include "gpuslice/cdi/names.hpp"
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/strings.hpp"
 
 #include <set>
 
@@ -47,16 +48,10 @@ std::vector<std::string> parse_annotations(const Annotations &annotations, const
       match = match || (!p.empty() && key.compare(0, p.size(), p) == 0);
     if (!match)
       continue;
-    std::size_t i = 0;
-    while (i <= value.size()) {
-      std::size_t j = value.find(',', i);
-      if (j == std::string::npos)
-        j = value.size();
-      const std::string device = value.substr(i, j - i);
+    for (const auto &device : split(value, ',', EmptyParts::keep)) {
       with_context("annotation " + quote(key), [&] { parse_qualified_name(device); });
       if (seen.insert(device).second)
         out.push_back(device);
-      i = j + 1;
     }
   }
   return out;

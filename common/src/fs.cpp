@@ -20,21 +20,30 @@ std::string read_file(const std::string &path) {
   Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (f.fd < 0)
     throw system_error("cannot open " + quote(path));
+  return read_fd(f.fd, quote(path));
+}
+
+std::string read_fd(int fd, const std::string &shown, std::size_t max_size) {
   std::string out;
   struct stat st {};
-  if (::fstat(f.fd, &st) == 0 && st.st_size > 0)
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+    if (static_cast<std::size_t>(st.st_size) > max_size)
+      throw Error(shown + " is larger than " + std::to_string(max_size) + " bytes");
     out.reserve(static_cast<std::size_t>(st.st_size));
+  }
   char buf[65536];
   for (;;) {
-    ssize_t n = ::read(f.fd, buf, sizeof buf);
+    ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR)
         continue;
-      throw system_error("cannot read " + quote(path));
+      throw system_error("cannot read " + shown);
     }
     if (n == 0)
       break;
     out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() > max_size)
+      throw Error(shown + " is larger than " + std::to_string(max_size) + " bytes");
   }
   return out;
 }

@@ -1,6 +1,9 @@
 #include "gpuslice/common/rootfs.hpp"
 
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fd.hpp"
+#include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/strings.hpp"
 
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -17,44 +20,13 @@ namespace {
 
 constexpr int kMaxSymlinks = 40;
 
-struct Fd {
-  int fd = -1;
-  Fd() = default;
-  explicit Fd(int f) : fd(f) {}
-  ~Fd() { reset(); }
-  Fd(const Fd &) = delete;
-  Fd &operator=(const Fd &) = delete;
-  void reset(int f = -1) {
-    if (fd >= 0)
-      ::close(fd);
-    fd = f;
-  }
-  int release() {
-    int f = fd;
-    fd = -1;
-    return f;
-  }
-};
-
-std::vector<std::string> split(const std::string &path) {
-  std::vector<std::string> parts;
-  std::size_t i = 0;
-  while (i <= path.size()) {
-    std::size_t j = path.find('/', i);
-    if (j == std::string::npos)
-      j = path.size();
-    if (j > i)
-      parts.push_back(path.substr(i, j - i));
-    i = j + 1;
-  }
-  return parts;
-}
+std::vector<std::string> components(const std::string &path) { return split(path, '/', EmptyParts::skip); }
 
 // The walk: a stack of directory fds from the root down, so ".." pops (never
 // above the root) and a symlink's target is pushed back onto the components
 // still to resolve.
 int walk(int root_fd, const std::string &path, int flags) {
-  std::vector<std::string> todo = split(path);
+  std::vector<std::string> todo = components(path);
   std::reverse(todo.begin(), todo.end());
   std::vector<int> stack; // owned fds below root
   auto cleanup = [&] {
@@ -110,7 +82,7 @@ int walk(int root_fd, const std::string &path, int flags) {
           ::close(f);
         stack.clear();
       }
-      auto parts = split(target);
+      auto parts = components(target);
       for (auto it = parts.rbegin(); it != parts.rend(); ++it)
         todo.push_back(*it);
       continue;
@@ -156,10 +128,10 @@ int open_in_root(int root_fd, const std::string &path, int flags, Resolver resol
 
 std::optional<std::string> read_file_in_root(const std::string &rootfs, const std::string &path, std::size_t max_size,
                                              Resolver resolver) {
-  Fd root(::open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd root(::open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (root.fd < 0)
     throw system_error("cannot open rootfs " + quote(rootfs));
-  Fd f(open_in_root(root.fd, path, O_RDONLY | O_NONBLOCK, resolver));
+  UniqueFd f(open_in_root(root.fd, path, O_RDONLY | O_NONBLOCK, resolver));
   if (f.fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR)
       return std::nullopt;
@@ -170,24 +142,7 @@ std::optional<std::string> read_file_in_root(const std::string &rootfs, const st
     throw system_error("cannot stat " + quote(path) + " in rootfs " + quote(rootfs));
   if (!S_ISREG(st.st_mode))
     throw Error(quote(path) + " in rootfs " + quote(rootfs) + " is not a regular file");
-  if (static_cast<std::size_t>(st.st_size) > max_size)
-    throw Error(quote(path) + " in rootfs " + quote(rootfs) + " is larger than " + std::to_string(max_size) + " bytes");
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(f.fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      throw system_error("cannot read " + quote(path) + " in rootfs " + quote(rootfs));
-    }
-    if (n == 0)
-      break;
-    out.append(buf, static_cast<std::size_t>(n));
-    if (out.size() > max_size)
-      throw Error(quote(path) + " in rootfs " + quote(rootfs) + " is larger than " + std::to_string(max_size) + " bytes");
-  }
-  return out;
+  return fs::read_fd(f.fd, quote(path) + " in rootfs " + quote(rootfs), max_size);
 }
 
 } // namespace gpuslice::rootfs

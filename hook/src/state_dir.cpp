@@ -1,6 +1,7 @@
 #include "gpuslice/hook/state_dir.hpp"
 
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fd.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/hook/state.hpp"
 
@@ -12,17 +13,6 @@
 namespace gpuslice::hook {
 
 namespace {
-
-struct Fd {
-  int fd;
-  explicit Fd(int f) : fd(f) {}
-  ~Fd() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-  Fd(const Fd &) = delete;
-  Fd &operator=(const Fd &) = delete;
-};
 
 // Opens (creating when missing) directory `name` under `parent` without
 // following a symlink at any step.
@@ -60,7 +50,7 @@ void remove_contents(int dirfd, const std::string &shown) {
       ::closedir(d);
       throw system_error("cannot remove " + quote(shown + "/" + name));
     }
-    Fd sub(::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd sub(::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (sub.fd < 0) {
       ::closedir(d);
       throw system_error("cannot open " + quote(shown + "/" + name));
@@ -82,7 +72,7 @@ std::string create_container_dir(const std::string &state_dir, const std::string
     throw Error("state dir " + quote(state_dir) + " is not absolute");
   // The state dir itself is root's configuration; create it and its parents.
   std::string prefix;
-  Fd cur(::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd cur(::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   const std::string cleaned = fs::clean_path(state_dir);
   std::size_t i = 1;
   while (i < cleaned.size()) {
@@ -91,13 +81,13 @@ std::string create_container_dir(const std::string &state_dir, const std::string
       j = cleaned.size();
     const std::string part = cleaned.substr(i, j - i);
     prefix += "/" + part;
-    Fd next(open_or_make_dir(cur.fd, part, 0711, prefix));
+    UniqueFd next(open_or_make_dir(cur.fd, part, 0711, prefix));
     std::swap(cur.fd, next.fd);
     i = j + 1;
   }
-  Fd containers(open_or_make_dir(cur.fd, "containers", 0711, prefix + "/containers"));
+  UniqueFd containers(open_or_make_dir(cur.fd, "containers", 0711, prefix + "/containers"));
   const std::string path = prefix + "/containers/" + id;
-  Fd dir(open_or_make_dir(containers.fd, id, 0700, path));
+  UniqueFd dir(open_or_make_dir(containers.fd, id, 0700, path));
   struct stat st {};
   if (::fstat(dir.fd, &st) != 0)
     throw system_error("cannot stat " + quote(path));
@@ -111,14 +101,14 @@ std::string create_container_dir(const std::string &state_dir, const std::string
 void remove_container_dir(const std::string &state_dir, const std::string &id) {
   check_id(id);
   const std::string containers = fs::clean_path(state_dir) + "/containers";
-  Fd parent(::open(containers.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  UniqueFd parent(::open(containers.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (parent.fd < 0) {
     if (errno == ENOENT)
       return;
     throw system_error("cannot open " + quote(containers));
   }
   const std::string path = containers + "/" + id;
-  Fd dir(::openat(parent.fd, id.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  UniqueFd dir(::openat(parent.fd, id.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (dir.fd < 0) {
     if (errno == ENOENT)
       return;

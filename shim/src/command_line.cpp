@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <string_view>
 
 namespace gpuslice::shim {
@@ -19,11 +20,19 @@ template <std::size_t N> bool takes_value(std::string_view flag, const std::arra
   return std::find(list.begin(), list.end(), flag) != list.end();
 }
 
-// Splits "--flag=value"; value is nullopt-like (npos) when absent.
-std::pair<std::string_view, std::string_view> split_flag(std::string_view arg, bool &has_inline) {
+// For args[i] a flag of `list` ("--flag value" or "--flag=value"): the flag
+// and its value, advancing i past a separate value. nullopt for other args.
+template <std::size_t N>
+std::optional<std::pair<std::string, std::string>> flag_with_value(const std::vector<std::string> &args, std::size_t &i,
+                                                                   const std::array<std::string_view, N> &list) {
+  const std::string &arg = args[i];
   const auto eq = arg.find('=');
-  has_inline = eq != std::string_view::npos;
-  return has_inline ? std::pair{arg.substr(0, eq), arg.substr(eq + 1)} : std::pair{arg, std::string_view{}};
+  const std::string flag = arg.substr(0, eq);
+  if (!takes_value(flag, list))
+    return std::nullopt;
+  if (eq != std::string::npos)
+    return std::pair{flag, arg.substr(eq + 1)};
+  return std::pair{flag, i + 1 < args.size() ? args[++i] : std::string()};
 }
 
 } // namespace
@@ -41,19 +50,12 @@ CommandLine parse_command_line(int argc, const char *const *argv) {
       ++i;
       break;
     }
-    bool inline_value = false;
-    auto [flag, value] = split_flag(arg, inline_value);
-    if (!takes_value(flag, kGlobalWithValue))
-      continue;
-    std::string v;
-    if (inline_value)
-      v = value;
-    else if (i + 1 < cl.args.size())
-      v = cl.args[++i];
-    if (flag == "--log")
-      cl.log_path = v;
-    else if (flag == "--log-format")
-      cl.log_format = v;
+    if (auto fv = flag_with_value(cl.args, i, kGlobalWithValue)) {
+      if (fv->first == "--log")
+        cl.log_path = fv->second;
+      else if (fv->first == "--log-format")
+        cl.log_format = fv->second;
+    }
   }
   if (!cl.edits_bundle())
     return cl;
@@ -69,17 +71,8 @@ CommandLine parse_command_line(int argc, const char *const *argv) {
       cl.container_id = arg;
       continue;
     }
-    bool inline_value = false;
-    auto [flag, value] = split_flag(arg, inline_value);
-    if (!takes_value(flag, kCreateWithValue))
-      continue;
-    std::string v;
-    if (inline_value)
-      v = value;
-    else if (i + 1 < cl.args.size())
-      v = cl.args[++i];
-    if (flag == "--bundle" || flag == "-b")
-      cl.bundle = v;
+    if (auto fv = flag_with_value(cl.args, i, kCreateWithValue); fv && (fv->first == "--bundle" || fv->first == "-b"))
+      cl.bundle = fv->second;
   }
   return cl;
 }

@@ -3,6 +3,7 @@
 #include "gpuslice/cdi/annotations.hpp"
 #include "gpuslice/cdi/names.hpp"
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/strings.hpp"
 
 #include <algorithm>
 #include <set>
@@ -24,15 +25,7 @@ std::vector<std::string> devices_from_env_value(const std::string &value, const 
   std::vector<std::string> out;
   if (value.empty() || value == "none" || value == "void")
     return out;
-  std::size_t i = 0;
-  while (i <= value.size()) {
-    std::size_t j = value.find(',', i);
-    if (j == std::string::npos)
-      j = value.size();
-    std::string item = value.substr(i, j - i);
-    i = j + 1;
-    if (item.empty())
-      continue;
+  for (const auto &item : split(value, ',', EmptyParts::skip)) {
     std::string device = cdi::is_qualified_name(item) ? item : default_kind + "=" + item;
     with_context("visible devices " + quote(value), [&] { cdi::parse_qualified_name(device); });
     out.push_back(std::move(device));

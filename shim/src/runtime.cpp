@@ -2,6 +2,7 @@
 
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/strings.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -53,14 +54,8 @@ std::string find_runtime(const Config &config) {
       tried += (tried.empty() ? "" : ", ") + quote(name);
       continue;
     }
-    std::size_t i = 0;
-    while (i <= path.size()) {
-      std::size_t j = path.find(':', i);
-      if (j == std::string::npos)
-        j = path.size();
-      const std::string dir = path.substr(i, j - i);
-      i = j + 1;
-      if (dir.empty() || !fs::is_absolute(dir))
+    for (const auto &dir : split(path, ':', EmptyParts::skip)) {
+      if (!fs::is_absolute(dir))
         continue; // a relative PATH entry would depend on the bundle's cwd
       const std::string candidate = dir + "/" + name;
       if (usable(candidate, self))

@@ -1,6 +1,7 @@
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/strings.hpp"
 #include "gpuslice/common/toml_guard.hpp"
 
 #include <catch2/catch.hpp>
@@ -101,4 +102,13 @@ TEST_CASE("TOML text with non-ASCII outside strings and comments is refused befo
                      "f")
             .hook_path == "/\xc3\xa9");
   CHECK_NOTHROW(check_toml_text("a = \"x\\\"\xc3\xa9\" # \xc3\xa9\nb = 'it''s'\n"));
+}
+
+TEST_CASE("split keeps or skips empty parts", "[common]") {
+  using V = std::vector<std::string>;
+  CHECK(split("a,,b", ',', EmptyParts::keep) == V{"a", "", "b"});
+  CHECK(split("a,,b,", ',', EmptyParts::skip) == V{"a", "b"});
+  CHECK(split("", ',', EmptyParts::keep) == V{""});
+  CHECK(split("", ',', EmptyParts::skip).empty());
+  CHECK(split("/usr/bin::/bin", ':', EmptyParts::skip) == V{"/usr/bin", "/bin"});
 }

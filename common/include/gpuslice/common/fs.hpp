@@ -3,6 +3,7 @@
 // leaves a half-written config.json or spec behind.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
@@ -11,6 +12,10 @@ namespace gpuslice::fs {
 
 // Whole file as bytes; throws Error naming the path.
 std::string read_file(const std::string &path);
+
+// Everything left to read from `fd`; `shown` names it in errors. More than
+// max_size bytes is an error (a file someone else can write may grow).
+std::string read_fd(int fd, const std::string &shown, std::size_t max_size = SIZE_MAX);
 
 enum class Durability {
   synced, // fsync before the rename: survives a crash (configuration files)

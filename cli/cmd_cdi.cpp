@@ -98,7 +98,7 @@ int run_inject(const CdiOptions &o) {
   with_context("OCI spec " + quote(o.config_in), [&] {
     try {
       oci = cdi::OciSpec::parse(fs::read_file(o.config_in));
-    } catch (const nlohmann::json::parse_error &e) {
+    } catch (const nlohmann::json::exception &e) {
       throw Error(std::string("invalid JSON: ") + e.what());
     }
   });

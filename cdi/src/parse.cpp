@@ -378,7 +378,7 @@ Spec parse_spec(std::string_view text) {
     json j;
     try {
       j = json::parse(text);
-    } catch (const json::parse_error &e) {
+    } catch (const json::exception &e) { // parse_error, or out_of_range for a number too large
       std::string what = e.what();
       // nlohmann prefixes "[json.exception.parse_error.101] "; keep the reason.
       if (auto pos = what.find("] "); pos != std::string::npos)

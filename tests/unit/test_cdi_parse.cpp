@@ -240,3 +240,8 @@ TEST_CASE("YAML strings must be valid UTF-8", "[cdi][parse]") {
             .devices[0]
             .edits.env[0] == "A=\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
 }
+
+TEST_CASE("a JSON number too large for any integer is a parse error, not a crash", "[cdi][parse]") {
+  CHECK_THROWS_WITH(parse_spec(R"({"cdiVersion": "0.6.0", "kind": "a/b", "devices": [{"name": "x", "containerEdits": {"additionalGids": [4477000756e456014]}}]})"),
+                    Catch::Contains("invalid JSON"));
+}

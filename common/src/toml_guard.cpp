@@ -2,82 +2,41 @@
 
 #include "gpuslice/common/error.hpp"
 
+#include <cstdint>
+#include <cstdio>
 #include <string>
 
 namespace gpuslice {
 
 void check_toml_text(std::string_view text) {
-  enum class State { bare, comment, basic, multi_basic, literal, multi_literal } state = State::bare;
   std::size_t line = 1;
-  bool after_line_continuation = false; // in a multi-line basic string, white space after "\" + newline
-  auto fail = [&]() { throw Error("non-ASCII character outside a string or comment at line " + std::to_string(line)); };
-  auto starts = [&](std::size_t i, std::string_view s) { return text.substr(i, s.size()) == s; };
-  // A UTF-8 byte-order mark is fine at the very start.
-  std::size_t i = starts(0, "\xEF\xBB\xBF") ? 3 : 0;
-  for (; i < text.size(); ++i) {
-    const char c = text[i];
-    const bool ascii = static_cast<unsigned char>(c) < 0x80;
-    switch (state) {
-    case State::bare:
-      if (!ascii)
-        fail();
-      if (c == '#')
-        state = State::comment;
-      else if (starts(i, "\"\"\"")) {
-        state = State::multi_basic;
-        i += 2;
-      } else if (starts(i, "'''")) {
-        state = State::multi_literal;
-        i += 2;
-      } else if (c == '"')
-        state = State::basic;
-      else if (c == '\'')
-        state = State::literal;
-      break;
-    case State::comment:
-      if (c == '\n')
-        state = State::bare;
-      break;
-    case State::basic:
-      if (c == '\\')
-        ++i;
-      else if (c == '"' || c == '\n')
-        state = State::bare;
-      break;
-    case State::literal:
-      if (c == '\'' || c == '\n')
-        state = State::bare;
-      break;
-    case State::multi_literal:
-      if (starts(i, "'''")) {
-        state = State::bare;
-        i += 2;
-      }
-      break;
-    case State::multi_basic:
-      if (after_line_continuation) {
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
-          break;
-        if (!ascii)
-          fail();
-        after_line_continuation = false;
-      }
-      if (c == '\\') {
-        std::size_t j = i + 1;
-        while (j < text.size() && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r'))
-          ++j;
-        if (j < text.size() && text[j] == '\n')
-          after_line_continuation = true;
-        else
-          ++i; // an escape: skip the escaped character
-      } else if (starts(i, "\"\"\"")) {
-        state = State::bare;
-        i += 2;
-      }
-      break;
-    }
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
     if (c == '\n')
       ++line;
+    if (c < 0x80)
+      continue;
+    // Decode just enough UTF-8 to know the code point; invalid UTF-8 is
+    // toml++'s to report (it checks before any white-space test).
+    const std::size_t len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 1;
+    if (len == 1 || i + len > text.size())
+      continue;
+    uint32_t cp = c & (0x7fu >> len);
+    bool valid = true;
+    for (std::size_t k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(text[i + k]);
+      valid = valid && (cc & 0xc0) == 0x80;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    if (!valid)
+      continue;
+    if ((cp >= 0xA1 && cp <= 0x499) || (cp >= 0xFB46 && cp <= 0xFEFE)) {
+      char code[16];
+      std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(cp));
+      throw Error(std::string("character ") + code + " at line " + std::to_string(line) +
+                  " cannot be read safely by this system's TOML library (toml++ 3.3); remove it");
+    }
+    i += len - 1;
   }
 }
 

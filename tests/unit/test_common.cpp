@@ -98,6 +98,23 @@ TEST_CASE("TOML text with characters toml++ 3.3 mishandles is refused before tom
   CHECK_THROWS_WITH(parse_config("vers= -9x99-pci\"\xef\xbb\xb7im]\n", "f"), Catch::Contains("U+FEF7"));
   CHECK_THROWS_WITH(parse_config("v = 3\n{\"\"\"insBB\xc4\x93ugs\n", "f"), Catch::Contains("U+0113 at line 2"));
   CHECK_THROWS_WITH(parse_config("# caf\xc3\xa9\n", "f"), Catch::Contains("U+00E9"));
+  CHECK_THROWS_WITH(parse_config("\xef\xac\xbb)i =\x15\x01\x0ey", "f"), Catch::Contains("U+FB3B"));
+  // The edges of each range (UTF-8 of the code point, refused or not).
+  auto utf8 = [](uint32_t cp) {
+    std::string s;
+    if (cp < 0x800) {
+      s += static_cast<char>(0xC0 | (cp >> 6));
+    } else {
+      s += static_cast<char>(0xE0 | (cp >> 12));
+      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    }
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+    return s;
+  };
+  for (uint32_t cp : {0xA1u, 0x499u, 0x2C5Eu, 0x2FFFu, 0x3001u, 0x3057u, 0xFB26u, 0xFEFEu})
+    CHECK_THROWS_AS(check_toml_text("a = \"" + utf8(cp) + "\""), Error);
+  for (uint32_t cp : {0xA0u, 0x49Au, 0x2C5Du, 0x3000u, 0x3058u, 0xFB25u, 0xFEFFu})
+    CHECK_NOTHROW(check_toml_text("a = \"" + utf8(cp) + "\""));
   // Other non-ASCII text (CJK, symbols, emoji) and a leading BOM are fine.
   CHECK(parse_config("\xef\xbb\xbf# \xe4\xb8\xad\n[runtime]\nhook-path = \"/\xe2\x9c\x93\xf0\x9f\x98\x80\"\n", "f").hook_path ==
         "/\xe2\x9c\x93\xf0\x9f\x98\x80");

@@ -79,6 +79,7 @@ std::vector<Stamp> take_stamps(const std::vector<std::string> &dirs) {
 // not available (no instances left), a stamp of every spec file is compared.
 struct Registry::Watch {
   bool force_stamps = false;
+  bool disabled = false;
   int fd = -1;
   std::vector<std::string> missing;
   bool use_stamps = false;
@@ -92,6 +93,8 @@ struct Registry::Watch {
   }
 
   void arm(const std::vector<std::string> &dirs) {
+    if (disabled)
+      return;
     close_fd();
     missing.clear();
     use_stamps = false;
@@ -119,6 +122,8 @@ struct Registry::Watch {
   }
 
   bool changed(const std::vector<std::string> &dirs) {
+    if (disabled)
+      return false;
     if (use_stamps)
       return take_stamps(dirs) != stamps;
     bool any = false;
@@ -145,9 +150,10 @@ struct Registry::Watch {
 Registry::Registry(std::vector<std::string> spec_dirs, ChangeDetection detection)
     : dirs_(std::move(spec_dirs)), watch_(std::make_unique<Watch>()) {
   watch_->force_stamps = detection == ChangeDetection::stamps;
+  watch_->disabled = detection == ChangeDetection::none;
 }
 
-bool Registry::uses_inotify() const { return loaded_ && !watch_->use_stamps; }
+bool Registry::uses_inotify() const { return loaded_ && !watch_->disabled && !watch_->use_stamps; }
 
 Registry::~Registry() = default;
 

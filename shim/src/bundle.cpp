@@ -67,7 +67,7 @@ BundleEdit prepare_bundle(const std::string &bundle_dir_arg, const std::string &
     return edit;
 
   if (!requests.empty()) {
-    cdi::Registry registry(config.spec_dirs, cdi::ChangeDetection::stamps);
+    cdi::Registry registry(config.spec_dirs, cdi::ChangeDetection::none);
     registry.reload();
     for (const auto &e : registry.errors())
       edit.warnings.push_back("CDI spec " + e.path + ": " + e.message);

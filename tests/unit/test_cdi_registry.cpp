@@ -95,6 +95,19 @@ TEST_CASE("registry: only .json and .yaml, not recursive, name order", "[cdi][re
   CHECK(r.specs()[1]->path == t / "d/z.json");
 }
 
+TEST_CASE("registry: without change detection, refresh loads once", "[cdi][registry]") {
+  TempDir t;
+  t.write("d/a.json", spec("v.com/gpu", {"0"}));
+  Registry r({t / "d"}, ChangeDetection::none);
+  CHECK(r.refresh());
+  CHECK_FALSE(r.uses_inotify());
+  t.write("d/a.json", spec("v.com/gpu", {"0", "1"}));
+  CHECK_FALSE(r.refresh());
+  CHECK(r.device_names().size() == 1);
+  r.reload(); // an explicit reload still reads
+  CHECK(r.device_names().size() == 2);
+}
+
 TEST_CASE("registry: refresh reloads only on change", "[cdi][registry]") {
   for (auto mode : {ChangeDetection::automatic, ChangeDetection::stamps}) {
     CAPTURE(mode == ChangeDetection::stamps);

@@ -34,8 +34,10 @@ struct ResolvedDevice {
 };
 
 // How refresh() notices changes: inotify where available (stamps otherwise),
-// or always stamps (for tests of that path, and file systems without inotify).
-enum class ChangeDetection { automatic, stamps };
+// always stamps (for tests of that path, and file systems without inotify),
+// or never (a one-shot process such as gpuslice-runtime: loading once must not
+// pay for watching or for stat()ing every spec a second time).
+enum class ChangeDetection { automatic, stamps, none };
 
 class Registry {
 public:

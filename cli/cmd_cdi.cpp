@@ -11,6 +11,7 @@
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/json_text.hpp"
 #include "gpuslice/common/strings.hpp"
 
 #include <iostream>
@@ -68,7 +69,7 @@ int run_validate(const CdiOptions &o) {
       ++checked;
       try {
         std::vector<std::string> list;
-        cdi::Spec s = cdi::parse_spec(fs::read_file(f));
+        cdi::Spec s = cdi::parse_spec(fs::read_file(f, cdi::kMaxSpecSize));
         s.path = f;
         for (const auto &p : cdi::validate_spec(s))
           report(f, p);
@@ -95,13 +96,7 @@ int run_inject(const CdiOptions &o) {
   cdi::Registry registry(spec_dirs(o));
   registry.reload();
   cdi::OciSpec oci;
-  with_context("OCI spec " + quote(o.config_in), [&] {
-    try {
-      oci = cdi::OciSpec::parse(fs::read_file(o.config_in));
-    } catch (const nlohmann::json::exception &e) {
-      throw Error(std::string("invalid JSON: ") + e.what());
-    }
-  });
+  with_context("OCI spec " + quote(o.config_in), [&] { oci = parse_json<cdi::OciSpec>(fs::read_file(o.config_in)); });
   try {
     for (const auto &d : o.devices)
       cdi::parse_qualified_name(d);

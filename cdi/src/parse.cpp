@@ -7,6 +7,7 @@
 #include "gpuslice/cdi/validate.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/json_text.hpp"
 
 #include "yaml_json.hpp"
 
@@ -304,7 +305,6 @@ struct Decoder {
 // yaml-cpp recurses once per nesting level and has no depth limit of its own;
 // a hostile or broken spec must not overflow the stack of a runtime hook.
 // No real spec nests deeper than a dozen levels.
-constexpr std::size_t kMaxSpecSize = 4 << 20;
 constexpr int kMaxFlowDepth = 64;
 constexpr std::size_t kMaxIndent = 256;
 
@@ -375,17 +375,7 @@ bool looks_like_json(std::string_view text) {
 Spec parse_spec(std::string_view text) {
   check_shape(text);
   if (looks_like_json(text)) {
-    json j;
-    try {
-      j = json::parse(text);
-    } catch (const json::exception &e) { // parse_error, or out_of_range for a number too large
-      std::string what = e.what();
-      // nlohmann prefixes "[json.exception.parse_error.101] "; keep the reason.
-      if (auto pos = what.find("] "); pos != std::string::npos)
-        what.erase(0, pos + 2);
-      throw Error("invalid JSON: " + what);
-    }
-    return Decoder{false}.spec(j);
+    return Decoder{false}.spec(parse_json<json>(text));
   }
   json root = yaml_to_json(text);
   if (!root.is_object())
@@ -393,12 +383,5 @@ Spec parse_spec(std::string_view text) {
   return Decoder{true}.spec(root);
 }
 
-Spec load_spec_file(const std::string &path, int priority, std::vector<std::string> &problems) {
-  Spec s = with_context("spec " + quote(path), [&] { return parse_spec(fs::read_file(path)); });
-  s.path = path;
-  s.priority = priority;
-  problems = validate_spec(s);
-  return s;
-}
 
 } // namespace gpuslice::cdi

@@ -187,7 +187,7 @@ void Registry::reload() {
 
   auto load = [](Slot &slot) {
     try {
-      auto spec = std::make_unique<Spec>(parse_spec(fs::read_file(slot.path)));
+      auto spec = std::make_unique<Spec>(parse_spec(fs::read_file(slot.path, kMaxSpecSize)));
       spec->path = slot.path;
       spec->priority = slot.priority;
       auto problems = validate_spec(*spec);

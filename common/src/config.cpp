@@ -123,11 +123,15 @@ Config parse_config(const std::string &toml_text, const std::string &origin) {
   });
 }
 
+namespace {
+constexpr std::size_t kMaxConfigSize = 1u << 20;
+} // namespace
+
 Config load_config(const std::string &path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 && errno == ENOENT)
     return Config{};
-  return parse_config(fs::read_file(path), path);
+  return parse_config(fs::read_file(path, kMaxConfigSize), path);
 }
 
 } // namespace gpuslice

@@ -17,6 +17,8 @@ Error system_error(std::string_view what, int err) {
 }
 
 std::string quote(std::string_view s) {
+  const std::size_t cut = s.size() > kMaxQuoted ? s.size() - kMaxQuoted : 0;
+  s = s.substr(0, s.size() - cut);
   std::string out;
   out.reserve(s.size() + 2);
   out += '"';
@@ -35,6 +37,8 @@ std::string quote(std::string_view s) {
     }
   }
   out += '"';
+  if (cut)
+    out.insert(out.size() - 1, "...").append(" (+" + std::to_string(cut) + " bytes)");
   return out;
 }
 

@@ -16,11 +16,18 @@ namespace {
 using Fd = UniqueFd;
 } // namespace
 
-std::string read_file(const std::string &path) {
-  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+std::string read_file(const std::string &path, std::size_t max_size) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOCTTY: a tty
+  // must not become ours. Neither changes how a regular file reads.
+  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (f.fd < 0)
     throw system_error("cannot open " + quote(path));
-  return read_fd(f.fd, quote(path));
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0)
+    throw system_error("cannot stat " + quote(path));
+  if (!S_ISREG(st.st_mode))
+    throw Error(quote(path) + " is not a regular file");
+  return read_fd(f.fd, quote(path), max_size);
 }
 
 std::string read_fd(int fd, const std::string &shown, std::size_t max_size) {

@@ -131,18 +131,25 @@ std::optional<std::string> read_file_in_root(const std::string &rootfs, const st
   UniqueFd root(::open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (root.fd < 0)
     throw system_error("cannot open rootfs " + quote(rootfs));
-  UniqueFd f(open_in_root(root.fd, path, O_RDONLY | O_NONBLOCK, resolver));
-  if (f.fd < 0) {
+  const std::string shown = quote(path) + " in rootfs " + quote(rootfs);
+  // O_PATH first: the image decides what the path is, and opening a device
+  // node or a FIFO for reading can act (or block) before its type is known.
+  UniqueFd where(open_in_root(root.fd, path, O_PATH, resolver));
+  if (where.fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR)
       return std::nullopt;
-    throw system_error("cannot open " + quote(path) + " in rootfs " + quote(rootfs));
+    throw system_error("cannot open " + shown);
   }
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0)
-    throw system_error("cannot stat " + quote(path) + " in rootfs " + quote(rootfs));
+  if (::fstat(where.fd, &st) != 0)
+    throw system_error("cannot stat " + shown);
   if (!S_ISREG(st.st_mode))
-    throw Error(quote(path) + " in rootfs " + quote(rootfs) + " is not a regular file");
-  return fs::read_fd(f.fd, quote(path) + " in rootfs " + quote(rootfs), max_size);
+    throw Error(shown + " is not a regular file");
+  // Reopening the very inode the O_PATH descriptor holds, not the path again.
+  UniqueFd f(::open(("/proc/self/fd/" + std::to_string(where.fd)).c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (f.fd < 0)
+    throw system_error("cannot open " + shown);
+  return fs::read_fd(f.fd, shown, max_size);
 }
 
 } // namespace gpuslice::rootfs

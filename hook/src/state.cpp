@@ -2,6 +2,7 @@
 
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/json_text.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -21,8 +22,8 @@ bool is_safe_container_id(std::string_view id) {
 ContainerState parse_state(std::string_view json_text) {
   if (json_text.size() > (1 << 20))
     throw Error("container state on stdin is larger than 1 MiB");
-  auto j = nlohmann::json::parse(json_text, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
+  const auto j = with_context("container state on stdin", [&] { return parse_json(json_text); });
+  if (!j.is_object())
     throw Error("container state on stdin is not a JSON object");
   ContainerState s;
   auto str = [&](const char *key, std::string &out, bool required) {

@@ -3,6 +3,7 @@
 #include "gpuslice/cdi/registry.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/json_text.hpp"
 #include "gpuslice/hook/state_dir.hpp"
 #include "gpuslice/shim/requests.hpp"
 #include "gpuslice/shim/sharing.hpp"
@@ -10,6 +11,9 @@
 namespace gpuslice::shim {
 
 namespace {
+// runc's own config.json of a busybox container is 3 KiB, a Kubernetes
+// pod's 20 KiB; a bundle cannot make a runtime on the node read more.
+constexpr std::size_t kMaxBundleConfigSize = 16u << 20;
 constexpr const char *kHookPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 } // namespace
 
@@ -54,9 +58,8 @@ BundleEdit prepare_bundle(const std::string &bundle_dir_arg, const std::string &
   const std::string path = bundle_dir + "/config.json";
   cdi::OciSpec oci;
   with_context("OCI spec " + quote(path), [&] {
-    const std::string text = fs::read_file(path);
-    oci = cdi::OciSpec::parse(text, nullptr, false);
-    if (oci.is_discarded() || !oci.is_object())
+    oci = parse_json<cdi::OciSpec>(fs::read_file(path, kMaxBundleConfigSize));
+    if (!oci.is_object())
       throw Error("not a JSON object");
   });
 

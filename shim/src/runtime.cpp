@@ -78,9 +78,13 @@ void exec_runtime(const std::string &runtime, const std::vector<std::string> &ar
   throw system_error("cannot execute " + quote(runtime));
 }
 
-void write_runtime_log(const std::string &log_path, const std::string &log_format, const std::string &message) {
+void write_runtime_log(const std::string &log_path, const std::string &log_format, const std::string &message_arg) {
   if (log_path.empty())
     return;
+  // One line containerd shows a person: whatever went into it, bounded.
+  constexpr std::size_t kMaxMessage = 4096;
+  const std::string message =
+      message_arg.size() > kMaxMessage ? message_arg.substr(0, kMaxMessage) + "... (cut)" : message_arg;
   std::string line;
   if (log_format == "json") {
     line = nlohmann::json{{"level", "error"}, {"msg", message}, {"time", rfc3339_now()}}.dump(-1, ' ', false,

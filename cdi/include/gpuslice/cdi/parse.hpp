@@ -13,11 +13,9 @@
 namespace gpuslice::cdi {
 
 // Parses and decodes; throws Error naming the field. Does not validate.
-Spec parse_spec(std::string_view text);
+// Spec files larger than this are refused before they are read.
+inline constexpr std::size_t kMaxSpecSize = 4u << 20;
 
-// Reads, parses and validates a spec file. Throws Error (with the path) on a
-// parse error; validation problems go to `problems` (one line each) and make
-// the spec unusable.
-Spec load_spec_file(const std::string &path, int priority, std::vector<std::string> &problems);
+Spec parse_spec(std::string_view text);
 
 } // namespace gpuslice::cdi

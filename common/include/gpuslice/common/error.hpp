@@ -37,7 +37,11 @@ private:
 // An Error for a failed system call: "<what>: <strerror(errno)>".
 Error system_error(std::string_view what, int err = errno);
 
-// Quotes a path or name for messages: "/dev/nvidia0".
+// Quotes a path or name for messages: "/dev/nvidia0". Control bytes are
+// escaped, and what comes from outside can be of any size, so a message
+// stays bounded: past kMaxQuoted bytes the rest is cut and counted
+// ("aaaa..." (+1048000 bytes)).
+inline constexpr std::size_t kMaxQuoted = 1024;
 std::string quote(std::string_view s);
 
 // Runs fn(); an Error escaping it gets ctx prepended.

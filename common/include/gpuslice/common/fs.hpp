@@ -10,8 +10,15 @@
 
 namespace gpuslice::fs {
 
-// Whole file as bytes; throws Error naming the path.
-std::string read_file(const std::string &path);
+// Bound of read_file when the caller gives none: far above any config,
+// spec or bundle file, far below what would hurt a node.
+inline constexpr std::size_t kDefaultMaxFileSize = 64u << 20;
+
+// Whole content of the regular file `path` (symlinks followed). Anything
+// else is refused before a byte is read: a FIFO would block, a device node
+// may act on open, a file over max_size is refused from its size. Throws
+// Error naming the path.
+std::string read_file(const std::string &path, std::size_t max_size = kDefaultMaxFileSize);
 
 // Everything left to read from `fd`; `shown` names it in errors. More than
 // max_size bytes is an error (a file someone else can write may grow).

@@ -1,0 +1,129 @@
+// What images and spec dirs can hold, read by root on the host (issue 7,
+// hole 4): every input is bounded and typed before it is read or parsed.
+#include "gpuslice/cdi/parse.hpp"
+#include "gpuslice/cdi/registry.hpp"
+#include "gpuslice/common/config.hpp"
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/json_text.hpp"
+#include "gpuslice/common/rootfs.hpp"
+#include "gpuslice/shim/bundle.hpp"
+#include "gpuslice/shim/runtime.hpp"
+
+#include "tempdir.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+using namespace gpuslice;
+using gpuslice::testing::TempDir;
+
+namespace {
+
+std::string nested(std::size_t depth) {
+  return std::string(depth, '[') + std::string(depth, ']');
+}
+
+void make_sparse(const std::string &path, off_t size) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  REQUIRE(fd >= 0);
+  REQUIRE(::ftruncate(fd, size) == 0);
+  ::close(fd);
+}
+
+} // namespace
+
+TEST_CASE("read_file: a FIFO is refused without waiting for a writer, a huge file from its size", "[common][hostile]") {
+  TempDir t;
+  REQUIRE(::mkfifo((t / "fifo.json").c_str(), 0644) == 0);
+  CHECK_THROWS_WITH(fs::read_file(t / "fifo.json"), Catch::Contains("not a regular file"));
+  CHECK_THROWS_WITH(fs::read_file("/dev/null"), Catch::Contains("not a regular file"));
+  make_sparse(t / "huge", off_t(1) << 30);
+  CHECK_THROWS_WITH(fs::read_file(t / "huge", 4u << 20), Catch::Contains("larger than 4194304 bytes"));
+  t.write("small", "ok");
+  CHECK(fs::read_file(t / "small", 2) == "ok");
+}
+
+TEST_CASE("registry: a FIFO and a 1 GiB spec are reported, the other specs still load", "[cdi][hostile]") {
+  TempDir t;
+  t.write("cdi/good.yaml", "cdiVersion: 0.6.0\nkind: v.com/gpu\ndevices:\n  - name: \"0\"\n    containerEdits:\n      env: [A=1]\n");
+  REQUIRE(::mkfifo((t / "cdi/blocking.json").c_str(), 0644) == 0);
+  make_sparse(t / "cdi/huge.json", off_t(1) << 30);
+  cdi::Registry r({t / "cdi"}, cdi::ChangeDetection::none);
+  r.reload(); // before the fix: blocked forever in open() of the FIFO
+  CHECK(r.device_names() == std::vector<std::string>{"v.com/gpu=0"});
+  std::string errors;
+  for (const auto &e : r.errors())
+    errors += e.path + ": " + e.message + "\n";
+  CHECK_THAT(errors, Catch::Contains("blocking.json") && Catch::Contains("not a regular file"));
+  CHECK_THAT(errors, Catch::Contains("huge.json") && Catch::Contains("larger than"));
+}
+
+TEST_CASE("JSON nested 50,000 levels is refused before parsing; normal nesting passes", "[common][hostile]") {
+  CHECK_THROWS_WITH(parse_json(nested(50000)), Catch::Contains("nested more than 128 levels"));
+  CHECK(parse_json(nested(kMaxJsonDepth)).is_array());
+  // brackets inside strings do not count, escaped quotes do not end them
+  CHECK(parse_json(R"({"a": "[[[[\"[[[[", "b": [1]})")["b"][0] == 1);
+  CHECK_THROWS_WITH(parse_json("{\"a\": }"), Catch::StartsWith("invalid JSON: "));
+  CHECK_THROWS_WITH(cdi::parse_spec("{\"cdiVersion\": " + nested(50000) + "}"), Catch::Contains("nested"));
+}
+
+TEST_CASE("prepare_bundle: a deeply nested config.json is an error, not a crash", "[shim][hostile]") {
+  TempDir t;
+  t.write("cdi/gpu.yaml", "cdiVersion: 0.6.0\nkind: v.com/gpu\ndevices:\n  - name: \"0\"\n    containerEdits:\n      env: [G=0]\n");
+  Config config;
+  config.spec_dirs = {t / "cdi"};
+  const std::string deep = R"({"annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}, "x": )" + nested(50000) + "}";
+  t.write("b/config.json", deep);
+  CHECK_THROWS_WITH(shim::prepare_bundle(t / "b", "c", config, kDefaultConfigPath),
+                    Catch::Contains("config.json") && Catch::Contains("nested"));
+  CHECK(fs::read_file(t / "b/config.json") == deep);
+  ::mkdir((t / "fifo").c_str(), 0755);
+  REQUIRE(::mkfifo((t / "fifo/config.json").c_str(), 0644) == 0);
+  CHECK_THROWS_WITH(shim::prepare_bundle(t / "fifo", "c", config, kDefaultConfigPath),
+                    Catch::Contains("not a regular file"));
+}
+
+TEST_CASE("messages stay bounded whatever the size of a name", "[common][hostile]") {
+  const std::string huge(1 << 20, 'a');
+  const std::string q = quote(huge);
+  CHECK(q.size() < 2 * kMaxQuoted);
+  CHECK_THAT(q, Catch::EndsWith("...\" (+" + std::to_string(huge.size() - kMaxQuoted) + " bytes)"));
+  CHECK(quote("short") == "\"short\"");
+  TempDir t;
+  shim::write_runtime_log(t / "log.json", "json", "cannot create: " + huge);
+  CHECK(fs::read_file(t / "log.json").size() < 8192);
+}
+
+TEST_CASE("rootfs: an image file that is not regular is never opened for reading", "[common][rootfs][hostile]") {
+  TempDir t;
+  ::mkdir((t / "root").c_str(), 0755);
+  ::mkdir((t / "root/etc").c_str(), 0755);
+  const std::string fifo = t / "root/etc/ld.so.preload";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  // A writer blocks in open() until someone opens the FIFO for reading:
+  // opening it (even O_NONBLOCK) on the host would release it.
+  pid_t writer = ::fork();
+  REQUIRE(writer >= 0);
+  if (writer == 0) {
+    int fd = ::open(fifo.c_str(), O_WRONLY);
+    ::_exit(fd >= 0 ? 0 : 1);
+  }
+  for (auto resolver : {rootfs::Resolver::automatic, rootfs::Resolver::walk})
+    CHECK_THROWS_WITH(rootfs::read_file_in_root(t / "root", "/etc/ld.so.preload", 4096, resolver),
+                      Catch::Contains("not a regular file"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  int status = 0;
+  const pid_t done = ::waitpid(writer, &status, WNOHANG);
+  ::kill(writer, SIGKILL);
+  ::waitpid(writer, &status, 0);
+  CHECK(done == 0); // still blocked: nobody opened the FIFO for reading
+}

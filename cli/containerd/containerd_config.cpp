@@ -190,8 +190,12 @@ const toml::table *runc_like_handler(const toml::table *cri) {
 toml::table handler_table(const toml::table *cri, const ConfigureOptions &options, std::vector<std::string> &notes) {
   toml::table handler;
   handler.insert("runtime_type", std::string(kRuncV2));
+  // Container annotations only: DRA drivers and device plugins set those
+  // (through kubelet), pod authors cannot. A pod's own metadata annotations
+  // are the author's; passing them (pod_annotations) would let any pod ask
+  // for any CDI device. Rewriting the handler also drops the pod_annotations
+  // entry that versions before 0.2 wrote.
   handler.insert("container_annotations", annotation_array());
-  handler.insert("pod_annotations", annotation_array());
   toml::table runtime_options;
   if (const toml::table *source = runc_like_handler(cri))
     if (const toml::table *source_options = (*source)["options"].as_table()) {

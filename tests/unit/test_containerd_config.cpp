@@ -74,13 +74,24 @@ void check_handler(const toml::table &handler, bool systemd_cgroup) {
   CHECK(handler["options"]["BinaryName"].value<std::string>() == "/usr/bin/gpuslice-runtime");
   CHECK(handler["options"]["SystemdCgroup"].value<bool>() ==
         (systemd_cgroup ? std::optional<bool>(true) : std::nullopt));
-  for (const char *key : {"container_annotations", "pod_annotations"}) {
-    const toml::array *a = handler[key].as_array();
-    REQUIRE(a);
-    REQUIRE(a->size() == 2);
-    CHECK((*a)[0].value<std::string>() == "cdi.k8s.io/*");
-    CHECK((*a)[1].value<std::string>() == "gpuslice.io/*");
-  }
+  const toml::array *a = handler["container_annotations"].as_array();
+  REQUIRE(a);
+  REQUIRE(a->size() == 2);
+  CHECK((*a)[0].value<std::string>() == "cdi.k8s.io/*");
+  CHECK((*a)[1].value<std::string>() == "gpuslice.io/*");
+  // Pod annotations are written by the pod's author: never a device request.
+  CHECK_FALSE(handler.contains("pod_annotations"));
+}
+
+// What gpuslice before 0.2 wrote: the handler also passed pod annotations.
+std::string with_old_pod_annotations(const std::string &text) {
+  const std::string anchor = "container_annotations = [";
+  const auto pos = text.find(anchor);
+  REQUIRE(pos != std::string::npos);
+  const auto line_start = text.rfind('\n', pos) + 1;
+  const std::string indent = text.substr(line_start, pos - line_start);
+  return text.substr(0, line_start) + indent + "pod_annotations = [ 'cdi.k8s.io/*', 'gpuslice.io/*' ]\n" +
+         text.substr(line_start);
 }
 
 // Configure, check idempotence, remove, and check the original bytes are back.
@@ -95,6 +106,28 @@ void round_trip(const ctd::ConfigureOptions &o, const std::string &original) {
 }
 
 } // namespace
+
+TEST_CASE("configure run again removes the pod_annotations an older version wrote", "[containerd]") {
+  for (const std::string sample : {"v2-systemd.toml", "v1.toml"}) {
+    CAPTURE(sample);
+    TempDir dir;
+    const std::string original = fs::read_file(kData + sample);
+    fs::write_file_atomic(dir / "config.toml", original);
+    auto o = options_for(dir);
+    configure(o);
+    const bool v1 = sample == "v1.toml";
+    const std::string written = v1 ? o.config_path : ctd::default_drop_in_path(o.config_path);
+    fs::write_file_atomic(written, with_old_pod_annotations(fs::read_file(written)));
+    REQUIRE(text::parse(fs::read_file(written), written)["plugins"][v1 ? "cri" : "io.containerd.grpc.v1.cri"]
+                ["containerd"]["runtimes"]["gpuslice"]["pod_annotations"]);
+    ctd::Plan again = ctd::plan_configure(o);
+    CHECK_FALSE(again.changes.empty());
+    ctd::apply(again);
+    check_handler(handler_in(text::parse(fs::read_file(written), written), v1 ? "cri" : "io.containerd.grpc.v1.cri"),
+                  true);
+    round_trip(o, original);
+  }
+}
 
 TEST_CASE("containerd config versions and plugin keys", "[containerd]") {
   CHECK(ctd::config_version_of(fs::read_file(kData + "v1.toml"), "v1") == 1);

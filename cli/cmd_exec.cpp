@@ -1,12 +1,16 @@
 // `gpuslice exec`: run one program under GPU memory and compute limits
-// without a container. Sets up what a container would get (a usage region and
-// a read-only limits file in a state directory), preloads the interposer and
-// execs the program in place, with no descriptor, signal mask or handler of
-// ours leaking into it.
+// without a container. Sets up what a container would get (a read-only limits
+// file and a region socket in a state directory, a monitor that holds the
+// usage region and hands it out there), preloads the interposer and execs the
+// program in place, with no descriptor, signal mask or handler of ours
+// leaking into it.
 #include "commands.hpp"
 
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fd.hpp"
+#include "gpuslice/sharing/activity.hpp"
 #include "gpuslice/sharing/limits.hpp"
+#include "gpuslice/sharing/monitor.hpp"
 #include "gpuslice/sharing/region.hpp"
 
 extern "C" {
@@ -18,6 +22,7 @@ extern "C" {
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
@@ -105,20 +110,31 @@ int run_exec(const ExecOptions &o) {
     dir = default_state_dir();
   else
     make_dir(dir, 0700);
+  sharing::MonitorSetup monitor;
   if (policy == sharing::Policy::burst && o.compute >= 0) {
     limits.activity = o.activity.empty() ? parent_dir(dir) + "/activity" : o.activity;
-    sharing::create_activity_file(limits.activity);
+    monitor.activity_table = sharing::open_activity_table(limits.activity);
   }
-  const std::string region = dir + "/region", limits_file = dir + "/limits";
-  sharing::create_region(region);
+  const std::string socket = dir + "/region.sock", limits_file = dir + "/limits";
   sharing::write_limits_file(limits_file, limits);
+  UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd)
+    throw system_error("cannot open " + gpuslice::quote(dir));
+  monitor.region = sharing::create_region();
+  monitor.listener = sharing::listen_region_socket(dir_fd.get(), "region.sock", socket);
+  // This process becomes the program: the monitor serves its processes
+  // (children included) while it runs.
+  monitor.watched = sharing::open_pidfd(static_cast<int>(::getpid()));
+  monitor.name = "gpuslice-exec";
+  monitor.cleanup = [socket] { ::unlink(socket.c_str()); };
+  sharing::spawn_monitor(std::move(monitor));
 
   std::string preload = interposer_path();
   if (const char *old = std::getenv("LD_PRELOAD"); old && *old)
     preload += std::string(" ") + old;
   ::setenv("LD_PRELOAD", preload.c_str(), 1);
   ::setenv(GS_ENV_LIMITS, limits_file.c_str(), 1);
-  ::setenv(GS_ENV_REGION, region.c_str(), 1);
+  ::setenv(GS_ENV_REGION, socket.c_str(), 1);
 
   std::vector<char *> argv;
   for (const auto &a : o.argv)
@@ -139,7 +155,8 @@ void register_exec(CLI::App &app, Action &action) {
   cmd->add_option("--policy", o->policy, "compute policy: native, fixed (hard cap), burst (cap only under contention)")
       ->check(CLI::IsMember({"native", "fixed", "burst"}));
   cmd->add_option("--state-dir", o->state_dir, "directory for the usage region and limits file (default: a new one)");
-  cmd->add_option("--activity-file", o->activity, "node-wide activity file of the burst policy");
+  cmd->add_option("--activity-file", o->activity, "activity table of the burst policy, shared by the programs that "
+                                                  "compete for the GPU (default: next to the state directory)");
   cmd->add_option("command", o->argv, "program and arguments (after --)")->required();
   cmd->callback([&action, o] { action = [o] { return run_exec(*o); }; });
 }

@@ -7,7 +7,7 @@
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/log.hpp"
 #include "gpuslice/hook/state.hpp"
-#include "gpuslice/hook/state_dir.hpp"
+#include "gpuslice/state/container_dir.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -23,8 +23,9 @@ namespace {
 
 const char *kUsage = "usage: gpuslice-hook createRuntime|prestart|createContainer|poststop < container-state.json\n"
                      "  the OCI hook gpuslice-runtime adds to GPU containers; reads the OCI container state on stdin\n"
-                     "  createRuntime, prestart: create <state-dir>/containers/<id>/ (0700)\n"
-                     "  poststop: remove it\n"
+                     "  createRuntime, prestart: record the container's init in <state-dir>/containers/<id>/\n"
+                     "    (0700, created when missing)\n"
+                     "  poststop: remove that directory\n"
                      "  config: $GPUSLICE_CONFIG or /etc/gpuslice/config.toml ([runtime] state-dir)\n";
 
 std::string read_stdin() {
@@ -63,11 +64,11 @@ int main(int argc, char **argv) {
     log::setup("gpuslice-hook", config.log);
     const auto state = hook::parse_state(read_stdin());
     if (stage == "poststop") {
-      hook::remove_container_dir(config.state_dir, state.id);
+      state::remove_container_dir(config.state_dir, state.id);
       spdlog::info("container {}: state removed", state.id);
     } else {
-      const std::string dir = hook::create_container_dir(config.state_dir, state.id);
-      spdlog::info("container {} ({}): state dir {}", state.id, stage, dir);
+      const auto dir = state::record_init(config.state_dir, state.id, state.pid);
+      spdlog::info("container {} ({}): init {} recorded in {}", state.id, stage, state.pid, dir.path);
     }
     spdlog::shutdown();
     return 0;

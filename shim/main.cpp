@@ -1,13 +1,16 @@
 // gpuslice-runtime: an OCI runtime command line in front of runc or crun.
 // `create` and `run` get the container's CDI devices applied to the bundle;
-// every other verb (and a container that asks for no device) is an exec of
-// the low-level runtime with the arguments untouched.
+// `delete` of a container that has gpuslice state runs runc and then removes
+// that state; every other verb (and a container that asks for no device) is
+// an exec of the low-level runtime with the arguments untouched.
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/log.hpp"
 #include "gpuslice/shim/bundle.hpp"
 #include "gpuslice/shim/command_line.hpp"
 #include "gpuslice/shim/runtime.hpp"
+#include "gpuslice/state/container_dir.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -39,7 +42,7 @@ int fail(const shim::CommandLine &cl, const Config &config, const std::string &m
 } // namespace
 
 int main(int argc, char **argv) {
-  const shim::CommandLine cl = shim::parse_command_line(argc, argv);
+  shim::CommandLine cl = shim::parse_command_line(argc, argv);
   const std::string config_file = config_path();
   Config config;
   try {
@@ -58,9 +61,29 @@ int main(int argc, char **argv) {
     return fail(cl, config, e.message());
   }
 
+  if (cl.deletes() && !cl.container_id.empty() && state::container_dir_exists(config.state_dir, cl.container_id)) {
+    // After runc, not before: a refused delete (a running container without
+    // --force) must keep the state its processes use.
+    try {
+      const int status = shim::run_runtime(runtime, cl.args);
+      // Only once the container is gone: the same id may be a live
+      // container's under another runtime root.
+      if (status == 0)
+        state::remove_if_stale(config.state_dir, cl.container_id);
+      return status;
+    } catch (const Error &e) {
+      return fail(cl, config, "cannot delete container " + quote(cl.container_id) + ": " + e.message());
+    }
+  }
+
   if (cl.edits_bundle()) {
     try {
-      const auto edit = shim::prepare_bundle(cl.bundle, cl.container_id, config, config_file);
+      shim::CreateRequest request{cl.bundle, cl.container_id, cl.pid_file};
+      // a create killed half-way (kill -9) left its temporary config.json
+      fs::remove_stale_temporaries((cl.bundle.empty() ? std::string(".") : cl.bundle) + "/config.json");
+      const auto edit = shim::prepare_bundle(request, config, config_file);
+      if (request.pid_file != cl.pid_file)
+        cl.add_pid_file(request.pid_file);
       if (edit.written) {
         start_logging(config);
         for (const auto &w : edit.warnings)

@@ -5,6 +5,7 @@
 // share; device 1 a fixed 50% share that is not throttling (empty kernels).
 // Prints ns/op, the difference, the ratio, the targets and the command line.
 #include "gpuslice/sharing/limits.hpp"
+#include "gpuslice/sharing/monitor.hpp"
 #include "gpuslice/sharing/region.hpp"
 
 extern "C" {
@@ -13,6 +14,7 @@ extern "C" {
 }
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -82,9 +84,18 @@ int main(int argc, char **argv) {
   limits.devices.push_back({"0", 64ull << 30, {}, {}});
   limits.devices.push_back({"1", 64ull << 30, 50, gpuslice::sharing::Policy::fixed});
   gpuslice::sharing::write_limits_file(dir / "limits", limits);
-  gpuslice::sharing::create_region(dir / "region");
+  {
+    // The region comes from a monitor, as in a container.
+    gpuslice::UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    gpuslice::sharing::MonitorSetup monitor;
+    monitor.region = gpuslice::sharing::create_region();
+    monitor.listener = gpuslice::sharing::listen_region_socket(dir_fd.get(), "region.sock", dir / "region.sock");
+    monitor.watched = gpuslice::sharing::open_pidfd(static_cast<int>(::getpid()));
+    monitor.cleanup = [dir] { std::error_code ec; std::filesystem::remove_all(dir, ec); };
+    gpuslice::sharing::spawn_monitor(std::move(monitor));
+  }
   ::setenv(GS_ENV_LIMITS, (dir / "limits").c_str(), 1);
-  ::setenv(GS_ENV_REGION, (dir / "region").c_str(), 1);
+  ::setenv(GS_ENV_REGION, (dir / "region.sock").c_str(), 1);
   ::setenv("FAKE_CUDA_DEVICES", "2", 1);
 
   void *fake = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);

@@ -44,15 +44,6 @@ constexpr std::string_view kDropInExplanation =
 constexpr std::string_view kRuncV2 = "io.containerd.runc.v2";
 constexpr int kNewFileVersion = 2; // understood by containerd 1.6 to 2.x (2.x migrates it)
 
-std::string absolute_path(const std::string &path) {
-  if (fs::is_absolute(path))
-    return fs::clean_path(path);
-  char cwd[4096];
-  if (!::getcwd(cwd, sizeof cwd))
-    throw system_error("cannot get the current directory");
-  return fs::clean_path(std::string(cwd) + "/" + path);
-}
-
 bool path_exists(const std::string &path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0)
@@ -456,8 +447,8 @@ void apply_one(const FileChange &c) {
 
 ConfigureOptions normalised(const ConfigureOptions &options) {
   ConfigureOptions o = options;
-  o.config_path = absolute_path(o.config_path);
-  o.drop_in_path = o.drop_in_path.empty() ? default_drop_in_path(o.config_path) : absolute_path(o.drop_in_path);
+  o.config_path = fs::absolute(o.config_path);
+  o.drop_in_path = o.drop_in_path.empty() ? default_drop_in_path(o.config_path) : fs::absolute(o.drop_in_path);
   validate_options(o);
   return o;
 }

@@ -3,10 +3,13 @@
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fd.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <random>
 #include <vector>
 
@@ -14,6 +17,8 @@ namespace gpuslice::fs {
 
 namespace {
 using Fd = UniqueFd;
+// What follows a file's name in its temporaries: ".gpuslice-tmp.<pid>.<random>".
+constexpr const char *kTempMarker = ".gpuslice-tmp.";
 } // namespace
 
 std::string read_file(const std::string &path, std::size_t max_size) {
@@ -61,7 +66,7 @@ void write_file_atomic(const std::string &path, std::string_view data, mode_t mo
     mode = ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0644;
   }
   std::random_device rd;
-  std::string tmp = path + ".gpuslice-tmp." + std::to_string(::getpid()) + "." + std::to_string(rd());
+  std::string tmp = path + kTempMarker + std::to_string(::getpid()) + "." + std::to_string(rd());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode & 07777);
   if (fd < 0)
     throw system_error("cannot create " + quote(tmp));
@@ -98,7 +103,40 @@ void write_file_atomic(const std::string &path, std::string_view data, mode_t mo
   }
 }
 
+void remove_stale_temporaries(const std::string &path) {
+  const std::string dir = dirname(path);
+  const std::string prefix = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1) + kTempMarker;
+  DIR *d = ::opendir(dir.c_str());
+  if (!d)
+    return;
+  std::vector<std::string> stale;
+  while (const dirent *e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (name.substr(0, prefix.size()) != prefix)
+      continue;
+    const std::string_view rest = name.substr(prefix.size());
+    long pid = 0;
+    auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
+    if (ec != std::errc() || pid <= 0 || p == rest.data() + rest.size() || *p != '.')
+      continue;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      stale.emplace_back(name);
+  }
+  ::closedir(d);
+  for (const auto &name : stale)
+    ::unlink((dir + "/" + name).c_str());
+}
+
 bool is_absolute(std::string_view path) { return !path.empty() && path.front() == '/'; }
+
+std::string absolute(const std::string &path) {
+  if (is_absolute(path))
+    return clean_path(path);
+  char cwd[4096];
+  if (!::getcwd(cwd, sizeof cwd))
+    throw system_error("cannot get the current directory");
+  return clean_path(std::string(cwd) + "/" + path);
+}
 
 std::string clean_path(std::string_view path) {
   const bool abs = is_absolute(path);

@@ -152,4 +152,31 @@ std::optional<std::string> read_file_in_root(const std::string &rootfs, const st
   return fs::read_fd(f.fd, shown, max_size);
 }
 
+PathKind kind_in_root(const std::string &rootfs, const std::string &path) {
+  UniqueFd cur(::open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!cur)
+    throw system_error("cannot open rootfs " + quote(rootfs));
+  const auto parts = components(path);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i] == "." || parts[i] == "..")
+      throw Error("path " + quote(path) + " is not clean");
+    struct stat st {};
+    if (::fstatat(cur.get(), parts[i].c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT)
+        return PathKind::missing;
+      throw system_error("cannot look at " + quote(path) + " in rootfs " + quote(rootfs));
+    }
+    if (S_ISLNK(st.st_mode))
+      return PathKind::symlink;
+    if (i + 1 == parts.size())
+      return S_ISDIR(st.st_mode) ? PathKind::directory : S_ISREG(st.st_mode) ? PathKind::regular : PathKind::other;
+    if (!S_ISDIR(st.st_mode))
+      return PathKind::other;
+    cur = UniqueFd(::openat(cur.get(), parts[i].c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!cur)
+      throw system_error("cannot open " + quote(path) + " in rootfs " + quote(rootfs));
+  }
+  return PathKind::directory; // "/": the root itself
+}
+
 } // namespace gpuslice::rootfs

@@ -3,21 +3,11 @@
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/json_text.hpp"
+#include "gpuslice/state/container_dir.hpp"
 
 #include <nlohmann/json.hpp>
 
 namespace gpuslice::hook {
-
-bool is_safe_container_id(std::string_view id) {
-  if (id.empty() || id.size() > 255 || id == "." || id == "..")
-    return false;
-  for (char c : id) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
-    if (!ok)
-      return false;
-  }
-  return true;
-}
 
 ContainerState parse_state(std::string_view json_text) {
   if (json_text.size() > (1 << 20))
@@ -46,7 +36,7 @@ ContainerState parse_state(std::string_view json_text) {
       throw Error("container state: \"pid\" is not a process id");
     s.pid = static_cast<int>(it->get<int64_t>());
   }
-  if (!is_safe_container_id(s.id))
+  if (!state::is_safe_container_id(s.id))
     throw Error("container state: id " + quote(s.id) + " is not a safe path component");
   if (!s.bundle.empty() && !fs::is_absolute(s.bundle))
     throw Error("container state: bundle " + quote(s.bundle) + " is not absolute");

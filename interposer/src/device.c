@@ -39,7 +39,13 @@ void gs_dev_setup(int ordinal) {
   d->mem_limit = l.memory;
   d->policy = l.policy < 0 ? (l.compute >= 0 && l.compute < 100 ? GS_POLICY_FIXED : GS_POLICY_NATIVE) : l.policy;
   d->compute = l.compute < 0 || d->policy == GS_POLICY_NATIVE ? 100 : (l.compute == 0 ? 1 : l.compute);
-  if (d->ridx < 0) GS_LOG("device %d (%s): region has no free device entry: not accounted", ordinal, l.key);
+  if (d->ridx < 0 && (d->mem_limit != GS_NO_LIMIT || d->compute < 100)) {
+    /* The tenant can fill the 16 entries with made-up UUIDs: a limited GPU
+     * without an entry is refused (memory) or gated alone (compute), never
+     * let through uncounted. */
+    d->ridx = -2;
+    GS_LOG("device %d (%s): region has no free device entry: charges refused", ordinal, l.key);
+  }
   GS_LOG("device %d (%s): memory limit %llu, compute %d%%, policy %d", ordinal, l.key,
          (unsigned long long)d->mem_limit, d->compute, d->policy);
   atomic_store_explicit(&d->ready, 1, memory_order_release);

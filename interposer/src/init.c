@@ -43,20 +43,51 @@ uint64_t gs_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- dlsym: the real one, and the wrapper every program gets ---- */
+/* ---- the dynamic linker's lookups: the real ones, and the wrappers ---- */
 
+/* The C library's definitions (libc_syms.c: no lookup by name can reach
+ * them past the wrappers below). */
 typedef void *(*dlsym_fn)(void *, const char *);
-static _Atomic(dlsym_fn) real_dlsym_fn;
+typedef void *(*dlvsym_fn)(void *, const char *, const char *);
+typedef void *(*dlmopen_fn)(Lmid_t, const char *, int);
+static _Atomic(void *) libc_fns[3];
+static const char *const libc_names[3] = {"dlsym", "dlvsym", "dlmopen"};
 
-void *gs_real_dlsym(void *handle, const char *name) {
-  dlsym_fn f = atomic_load_explicit(&real_dlsym_fn, memory_order_acquire);
+static void *libc_fn(int i) {
+  void *f = atomic_load_explicit(&libc_fns[i], memory_order_acquire);
   if (GS_UNLIKELY(!f)) {
-    f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (!f) f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    if (!f) return NULL;
-    atomic_store_explicit(&real_dlsym_fn, f, memory_order_release);
+    f = gs_libc_function(libc_names[i]);
+    atomic_store_explicit(&libc_fns[i], f, memory_order_release);
   }
-  return f(handle, name);
+  return f;
+}
+
+static void *gs_libc_dlsym(void *handle, const char *name) {
+  dlsym_fn f = (dlsym_fn)libc_fn(0);
+  return f ? f(handle, name) : NULL;
+}
+static void *gs_libc_dlvsym(void *handle, const char *name, const char *version) {
+  dlvsym_fn f = (dlvsym_fn)libc_fn(1);
+  return f ? f(handle, name, version) : NULL;
+}
+static void *gs_libc_dlmopen(Lmid_t lmid, const char *file, int mode) {
+  dlmopen_fn f = (dlmopen_fn)libc_fn(2);
+  return f ? f(lmid, file, mode) : NULL;
+}
+
+void *gs_real_dlsym(void *handle, const char *name) { return gs_libc_dlsym(handle, name); }
+
+/* What a lookup of `name` must give instead of the definition found: the
+ * wrapper of a driver or NVML function, and the wrappers of the lookups
+ * themselves (asking libc's handle for "dlsym", or dlvsym for the versioned
+ * "dlsym", would hand out an unwrapped lookup). NULL: the definition found. */
+static void *substitute(const char *name) {
+  if ((name[0] == 'c' && name[1] == 'u') || strncmp(name, "nvml", 4) == 0) return gs_export_lookup(name);
+  if (name[0] != 'd' || name[1] != 'l') return NULL;
+  if (strcmp(name, "dlsym") == 0) return (void *)&dlsym;
+  if (strcmp(name, "dlvsym") == 0) return (void *)&dlvsym;
+  if (strcmp(name, "dlmopen") == 0) return (void *)&dlmopen;
+  return NULL;
 }
 
 /* A program that dlopens libcuda.so.1 and looks up "cuMemAlloc_v2" in that
@@ -64,12 +95,49 @@ void *gs_real_dlsym(void *handle, const char *name) {
  * (RTLD_NEXT lookups by the program are resolved relative to this library,
  * which sits right after the program in preload order.) */
 GS_EXPORT void *dlsym(void *handle, const char *name) {
-  void *p = gs_real_dlsym(handle, name);
-  if (p && ((name[0] == 'c' && name[1] == 'u') || strncmp(name, "nvml", 4) == 0)) {
-    void *w = gs_export_lookup(name);
+  void *p = gs_libc_dlsym(handle, name);
+  if (p) {
+    void *w = substitute(name);
     if (w) return w;
   }
   return p;
+}
+
+GS_EXPORT void *dlvsym(void *handle, const char *name, const char *version) {
+  void *p = gs_libc_dlvsym(handle, name, version);
+  if (p) {
+    void *w = substitute(name);
+    if (w) return w;
+  }
+  return p;
+}
+
+/* A new link-map namespace gets its own copy of every library it loads,
+ * libcuda included, and LD_PRELOAD does not reach it: a library dlmopen()ed
+ * there would call the driver directly. So a new namespace starts with this
+ * library, which then comes first in that namespace's lookup scope; its copy
+ * charges the same region (its own slot). Where no limits apply, nothing
+ * changes. */
+static int limits_apply(void) {
+  if (access(GS_DEFAULT_LIMITS_PATH, F_OK) == 0) return 1;
+  const char *p = secure_getenv(GS_ENV_LIMITS);
+  return p && *p;
+}
+
+GS_EXPORT void *dlmopen(Lmid_t lmid, const char *file, int mode) {
+  if (lmid != LM_ID_NEWLM || !limits_apply()) return gs_libc_dlmopen(lmid, file, mode);
+  Dl_info self;
+  if (!dladdr((void *)&dlmopen, &self) || !self.dli_fname) return NULL;
+  void *first = gs_libc_dlmopen(LM_ID_NEWLM, self.dli_fname, RTLD_NOW | RTLD_LOCAL);
+  Lmid_t ns;
+  if (!first || dlinfo(first, RTLD_DI_LMID, &ns) != 0) {
+    GS_LOG("dlmopen(%s): cannot start the new namespace with the interposer: refused", file ? file : "NULL");
+    if (first) dlclose(first);
+    return NULL; /* fail closed: dlerror() says why */
+  }
+  void *h = gs_libc_dlmopen(ns, file, mode);
+  if (!h) dlclose(first);
+  return h;
 }
 
 /* ---- init ---- */
@@ -130,8 +198,8 @@ void gs_init_slow(void) {
   } else if (gs_track_init() != 0) {
     GS_LOG("cannot map the allocation table: not enforcing");
   } else {
-    const char *rp = pick_path(GS_ENV_REGION, GS_DEFAULT_REGION_PATH);
-    gs_region_open(rp);
+    const char *rp = pick_path(GS_ENV_REGION, GS_DEFAULT_REGION_SOCKET);
+    gs_region_open(rp); /* a region that cannot be had refuses charges: still enforcing */
     state = gs_reg ? GS_ENFORCE : GS_PASSTHROUGH;
     GS_LOG("limits \"%s\" (%d entries), region \"%s\": %s", lp, n, rp,
            state == GS_ENFORCE ? "enforcing" : "not enforcing");

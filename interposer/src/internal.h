@@ -27,6 +27,7 @@ struct gs_real {
 };
 extern struct gs_real gs_real;
 void *gs_real_dlsym(void *handle, const char *name);
+void *gs_libc_function(const char *name); /* libc_syms.c */
 
 /* ---- lifecycle ---- */
 enum { GS_UNINIT = 0, GS_PASSTHROUGH = 1, GS_ENFORCE = 2 };
@@ -67,23 +68,26 @@ int gs_uuid_parse(const char *s, CUuuid *u);
 
 /* ---- shared usage region (region.c) ---- */
 extern struct gs_region *gs_reg;
-void gs_region_open(const char *path);
+void gs_region_open(const char *socket_path); /* a shared region, or a private one refusing charges */
 void gs_region_close_after_fork(void);
 int gs_region_device(const CUuuid *uuid); /* index in gs_reg->devices, -1 if none free */
-int gs_charge(int ridx, uint64_t size, uint64_t limit); /* 0, or -1 over the limit */
+/* 0, or -1 over the limit. A negative ridx (a limited GPU the region has no
+ * entry for) and a region that could not be had refuse every charge. */
+int gs_charge(int ridx, uint64_t size, uint64_t limit);
 void gs_credit(int ridx, uint64_t size);
-uint64_t gs_usage(int ridx);
+uint64_t gs_usage(int ridx); /* UINT64_MAX where charges are refused */
 uint64_t gs_container_id(void);
 
 /* ---- devices as this process sees them (device.c) ---- */
 #define GS_MAX_ORDINALS 64
 struct gs_dev {
   _Atomic int ready;
-  int ridx;          /* region device, -1 = not accounted */
+  int ridx;          /* region device; -1 = not accounted (no limit), -2 = limited but no entry: refused */
   uint64_t mem_limit;
   int compute;       /* percent; 100 or more = no gating */
   int policy;
   CUuuid uuid;
+  struct gs_region_device local; /* compute bookkeeping when ridx is -2 */
 };
 extern struct gs_dev gs_devs[GS_MAX_ORDINALS];
 void gs_dev_setup(int ordinal);

@@ -13,13 +13,13 @@
 static inline struct gs_dev *charge_dev(void) {
   if (gs_mode() != GS_ENFORCE) return NULL;
   struct gs_dev *d = gs_current_dev();
-  return d && d->ridx >= 0 ? d : NULL;
+  return d && d->ridx != -1 ? d : NULL;
 }
 
 static inline struct gs_dev *ordinal_dev(int ordinal) {
   if (gs_mode() != GS_ENFORCE) return NULL;
   struct gs_dev *d = gs_dev_get(ordinal);
-  return d && atomic_load_explicit(&d->ready, memory_order_relaxed) && d->ridx >= 0 ? d : NULL;
+  return d && atomic_load_explicit(&d->ready, memory_order_relaxed) && d->ridx != -1 ? d : NULL;
 }
 
 /* After the driver call: keep the charge and remember it, or take it back. */
@@ -179,7 +179,7 @@ GS_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
   CUresult r = gs_real.cuMemGetInfo_v2(free_bytes, total);
   if (r != CUDA_SUCCESS || mode != GS_ENFORCE) return r;
   struct gs_dev *d = gs_current_dev();
-  if (!d || d->ridx < 0 || d->mem_limit == GS_NO_LIMIT) return r;
+  if (!d || d->ridx == -1 || d->mem_limit == GS_NO_LIMIT) return r;
   uint64_t limit = d->mem_limit < *total ? d->mem_limit : *total;
   uint64_t used = gs_usage(d->ridx);
   uint64_t left = used < limit ? limit - used : 0;

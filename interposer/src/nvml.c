@@ -29,9 +29,9 @@ static int container_view(nvmlDevice_t dev, uint64_t *limit, uint64_t *used) {
   struct gs_limit l;
   gs_limits_for(-1, &uuid, &l);
   int ridx = gs_region_device(&uuid);
-  if (l.memory == GS_NO_LIMIT || ridx < 0) return 0;
+  if (l.memory == GS_NO_LIMIT) return 0;
   *limit = l.memory;
-  *used = gs_usage(ridx);
+  *used = gs_usage(ridx); /* everything used when the region has no entry for it */
   return 1;
 }
 

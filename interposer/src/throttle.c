@@ -13,7 +13,6 @@
 
 #include <fcntl.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,64 +44,60 @@ static uint64_t thread_cpu_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static struct gs_activity_entry *activity;
+/* As the region stores a UUID (a zero half is stored as 1). */
+static void uuid_words(const CUuuid *u, uint64_t *lo, uint64_t *hi) {
+  memcpy(lo, u->bytes, 8);
+  memcpy(hi, u->bytes + 8, 8);
+  if (!*lo) *lo = 1;
+  if (!*hi) *hi = 1;
+}
+
+static int activity_fd = -1;
 static int activity_tried;
 
 void gs_throttle_reset(void) {
-  if (activity) munmap(activity, GS_ACTIVITY_SIZE);
-  activity = NULL;
+  if (activity_fd >= 0) close(activity_fd);
+  activity_fd = -1;
   activity_tried = 0;
   gs_launch_countdown = 0;
   memset(&t, 0, sizeof t);
 }
 
-static void map_activity(void) {
+static void open_activity(void) {
   activity_tried = 1;
   const char *path = gs_limits_activity_path();
   if (!path) return;
-  int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  activity_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   struct stat st;
-  if (fd < 0) {
-    GS_LOG("cannot open activity file \"%s\": burst acts as fixed", path);
-    return;
+  if (activity_fd >= 0 && (fstat(activity_fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    close(activity_fd);
+    activity_fd = -1;
   }
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= GS_ACTIVITY_SIZE) {
-    void *m = mmap(NULL, GS_ACTIVITY_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (m != MAP_FAILED) activity = m;
-  }
-  close(fd);
+  if (activity_fd < 0) GS_LOG("cannot open activity table \"%s\": burst acts as fixed", path);
 }
 
-static void uuid_words(const CUuuid *u, uint64_t *lo, uint64_t *hi) {
-  memcpy(lo, u->bytes, 8);
-  memcpy(hi, u->bytes + 8, 8);
-}
-
-/* Publishes that this container is busy on the GPU; says whether another one is. */
-static int publish_and_check(const struct gs_dev *d, uint64_t now) {
-  if (!activity_tried) map_activity();
-  if (!activity) return 1; /* cannot know: act as fixed */
+/* Says this container is busy on the GPU (in its own region: the monitor
+ * copies it to the node's activity table), and whether another container
+ * is. The table is read with pread into a copy, never mapped. */
+static int publish_and_check(const struct gs_dev *d, struct gs_region_device *rd, uint64_t now) {
+  uint64_t until = now + BUSY_HOLD_NS;
+  uint64_t cur = atomic_load((_Atomic uint64_t *)&rd->busy_until);
+  while (cur < until && !atomic_compare_exchange_weak((_Atomic uint64_t *)&rd->busy_until, &cur, until)) {
+  }
+  if (!activity_tried) open_activity();
+  if (activity_fd < 0) return 1; /* cannot know: act as fixed */
+  struct gs_activity_entry table[GS_ACTIVITY_ENTRIES];
+  ssize_t n = pread(activity_fd, table, sizeof table, 0);
+  if (n < 0) return 1;
   uint64_t lo, hi, me = gs_container_id();
   uuid_words(&d->uuid, &lo, &hi);
-  int other = 0, published = 0;
-  for (unsigned i = 0; i < GS_ACTIVITY_ENTRIES; i++) {
-    struct gs_activity_entry *e = &activity[i];
-    uint64_t owner = atomic_load((_Atomic uint64_t *)&e->owner);
-    uint64_t until = atomic_load((_Atomic uint64_t *)&e->busy_until);
-    if (owner == me && e->uuid_lo == lo && e->uuid_hi == hi) {
-      if (!published) atomic_store((_Atomic uint64_t *)&e->busy_until, now + BUSY_HOLD_NS);
-      published = 1;
-    } else if (owner && e->uuid_lo == lo && e->uuid_hi == hi && until > now && until - now <= BUSY_HOLD_NS) {
-      other = 1;
-    } else if (!published && (owner == 0 || until + 10 * BUSY_HOLD_NS < now) &&
-               atomic_compare_exchange_strong((_Atomic uint64_t *)&e->owner, &owner, me)) {
-      e->uuid_lo = lo;
-      e->uuid_hi = hi;
-      atomic_store((_Atomic uint64_t *)&e->busy_until, now + BUSY_HOLD_NS);
-      published = 1;
-    }
+  for (size_t i = 0; i < (size_t)n / sizeof table[0]; i++) {
+    const struct gs_activity_entry *e = &table[i];
+    if (e->owner && e->owner != me && e->uuid_lo == lo && e->uuid_hi == hi && e->busy_until > now &&
+        e->busy_until - now <= BUSY_HOLD_NS)
+      return 1;
   }
-  return other;
+  return 0;
 }
 
 /* Adds the tokens earned since the last refill and bounds the bucket (its
@@ -172,18 +167,18 @@ void gs_gate_begin(struct gs_gate *g, CUstream stream, int ptsz) {
     return;
   }
   struct gs_dev *d = gs_current_dev();
-  if (!d || d->ridx < 0 || d->compute >= 100) {
+  if (!d || d->ridx == -1 || d->compute >= 100) {
     gs_launch_countdown = RECHECK_UNGATED;
     t.batch = 0;
     return;
   }
   read_sample();
   uint64_t now = gs_now_ns();
-  struct gs_region_device *rd = &gs_reg->devices[d->ridx];
+  struct gs_region_device *rd = d->ridx >= 0 ? &gs_reg->devices[d->ridx] : &d->local;
   refill(rd, now, d->compute);
   int64_t debit = (int64_t)(t.batch * (t.est_ns ? t.est_ns - 1 : 0));
   int64_t tokens = atomic_fetch_sub((_Atomic int64_t *)&rd->tokens_ns, debit) - debit;
-  int capped = d->policy == GS_POLICY_FIXED || publish_and_check(d, now);
+  int capped = d->policy == GS_POLICY_FIXED || publish_and_check(d, rd, now);
   if (capped && tokens < 0) {
     int64_t ns = -tokens * 100 / d->compute;
     if (ns > MAX_SLEEP_NS) ns = MAX_SLEEP_NS;

@@ -4,9 +4,15 @@
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/json_text.hpp"
-#include "gpuslice/hook/state_dir.hpp"
+#include "gpuslice/sharing/activity.hpp"
+#include "gpuslice/sharing/monitor.hpp"
+#include "gpuslice/sharing/region.hpp"
 #include "gpuslice/shim/requests.hpp"
 #include "gpuslice/shim/sharing.hpp"
+#include "gpuslice/state/container_dir.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace gpuslice::shim {
 
@@ -15,6 +21,7 @@ namespace {
 // pod's 20 KiB; a bundle cannot make a runtime on the node read more.
 constexpr std::size_t kMaxBundleConfigSize = 16u << 20;
 constexpr const char *kHookPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+constexpr const char *kInitPidFile = "init.pid";
 } // namespace
 
 void add_gpuslice_hooks(cdi::OciSpec &oci, const Config &config, const std::string &config_file) {
@@ -40,21 +47,71 @@ void add_gpuslice_hooks(cdi::OciSpec &oci, const Config &config, const std::stri
 
 namespace {
 
-// The container's root filesystem on the host: root.path, relative to the
-// bundle unless absolute.
+// The container's root filesystem on the host, absolute: root.path,
+// relative to the bundle unless absolute.
 std::string rootfs_path(const cdi::OciSpec &oci, const std::string &bundle_dir) {
   auto root = oci.find("root");
   if (root == oci.end() || !root->is_object() || !root->contains("path") || !(*root)["path"].is_string())
     throw Error("OCI spec has no root.path");
   const std::string path = (*root)["path"].get<std::string>();
-  return fs::is_absolute(path) ? path : bundle_dir + "/" + path;
+  return fs::absolute(fs::is_absolute(path) ? path : bundle_dir + "/" + path);
+}
+
+void write_in(int dir_fd, const char *name, const std::string &text, mode_t mode, const std::string &shown) {
+  UniqueFd f(::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  if (!f || ::write(f.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+      ::fchmod(f.get(), mode) != 0)
+    throw system_error("cannot write " + quote(shown + "/" + name));
+}
+
+// Everything a container with limits gets on the host: its state dir with
+// the limits file, preload list and region socket, the region itself, and
+// its monitor. Returns the state dir's path. On failure nothing is left
+// (the state dir is removed; a monitor already started cleans up when this
+// process ends without a container).
+std::string set_up_sharing(cdi::OciSpec &oci, const sharing::Limits &limits, const std::string &rootfs,
+                           CreateRequest &request, const Config &config) {
+  const SharingFiles files = plan_sharing_files(limits, rootfs);
+  // What no runtime knows any more (a create killed half-way, a container
+  // whose poststop never ran) goes first, so a stale id does not block this one.
+  state::collect_stale(config.state_dir);
+  state::ContainerDir dir = state::create_container_dir(config.state_dir, request.container_id);
+  try {
+    write_in(dir.fd.get(), "limits", files.limits, 0444, dir.path);
+    write_in(dir.fd.get(), "ld.so.preload", files.preload, 0444, dir.path);
+    add_sharing_mounts(oci, files, dir.path, rootfs, config);
+
+    sharing::MonitorSetup monitor;
+    monitor.region = sharing::create_region();
+    monitor.listener = sharing::listen_region_socket(dir.fd.get(), kRegionSocketName, dir.path + "/" + kRegionSocketName);
+    if (files.burst)
+      monitor.activity_table = sharing::open_activity_table(fs::clean_path(config.state_dir) + "/activity");
+    // This process becomes runc (exec): once it exits, `create` is over
+    // and runc has written the init's pid.
+    monitor.watched = sharing::open_pidfd(static_cast<int>(::getpid()));
+    if (request.pid_file.empty())
+      request.pid_file = dir.path + "/" + kInitPidFile;
+    monitor.pid_file = fs::absolute(request.pid_file);
+    const auto creator = state::process_id(static_cast<int>(::getpid()));
+    monitor.cleanup = [state_dir = config.state_dir, id = request.container_id, creator] {
+      try {
+        state::remove_container_dir(state_dir, id, creator);
+      } catch (const Error &) {
+        // the poststop hook or the next create removes it
+      }
+    };
+    sharing::spawn_monitor(std::move(monitor));
+  } catch (...) {
+    state::remove_container_dir(config.state_dir, request.container_id);
+    throw;
+  }
+  return dir.path;
 }
 
 } // namespace
 
-BundleEdit prepare_bundle(const std::string &bundle_dir_arg, const std::string &container_id, const Config &config,
-                          const std::string &config_file) {
-  const std::string bundle_dir = bundle_dir_arg.empty() ? std::string(".") : bundle_dir_arg;
+BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const std::string &config_file) {
+  const std::string bundle_dir = request.bundle_dir.empty() ? std::string(".") : request.bundle_dir;
   const std::string path = bundle_dir + "/config.json";
   cdi::OciSpec oci;
   with_context("OCI spec " + quote(path), [&] {
@@ -65,43 +122,34 @@ BundleEdit prepare_bundle(const std::string &bundle_dir_arg, const std::string &
 
   Requests requests = collect_requests(oci, config);
   BundleEdit edit;
-  std::string container_dir;
-  if (requests.empty() && !requests.removed_linux_devices)
+  if (requests.empty())
     return edit;
 
-  if (!requests.empty()) {
-    cdi::Registry registry(config.spec_dirs, cdi::ChangeDetection::none);
-    registry.reload();
-    for (const auto &e : registry.errors())
-      edit.warnings.push_back("CDI spec " + e.path + ": " + e.message);
-    const cdi::ContainerEdits edits = cdi::collect_edits(registry, requests.devices);
-    const auto limits = container_limits(edits, oci, config);
-    cdi::OciSpec edited = oci;
-    cdi::apply_edits(edited, edits);
-    add_gpuslice_hooks(edited, config, config_file);
-    if (limits) {
-      container_dir = hook::create_container_dir(config.state_dir, container_id);
-      try {
-        wire_sharing(edited, *limits, container_dir, rootfs_path(oci, bundle_dir), config);
-      } catch (...) {
-        hook::remove_container_dir(config.state_dir, container_id);
-        throw;
-      }
-      edit.shared = true;
-    }
-    oci = std::move(edited);
+  cdi::Registry registry(config.spec_dirs, cdi::ChangeDetection::none);
+  registry.reload();
+  for (const auto &e : registry.errors())
+    edit.warnings.push_back("CDI spec " + e.path + ": " + e.message);
+  const cdi::ContainerEdits edits = cdi::collect_edits(registry, requests.devices);
+  const auto limits = container_limits(edits, oci, config);
+  cdi::OciSpec edited = oci;
+  cdi::apply_edits(edited, edits);
+  add_gpuslice_hooks(edited, config, config_file);
+  std::string state_path;
+  if (limits) {
+    state_path = set_up_sharing(edited, *limits, rootfs_path(oci, bundle_dir), request, config);
+    edit.shared = true;
   }
   try {
     std::string text;
     try {
-      text = oci.dump();
+      text = edited.dump();
     } catch (const nlohmann::json::exception &e) {
       throw Error(std::string("cannot serialise the edited OCI spec: ") + e.what());
     }
     with_context("OCI spec " + quote(path), [&] { fs::write_file_atomic(path, text, static_cast<mode_t>(-1), fs::Durability::atomic); });
   } catch (...) {
     if (edit.shared)
-      hook::remove_container_dir(config.state_dir, container_id);
+      state::remove_container_dir(config.state_dir, request.container_id);
     throw;
   }
   edit.written = true;

@@ -47,6 +47,7 @@ CommandLine parse_command_line(int argc, const char *const *argv) {
     const std::string &arg = cl.args[i];
     if (arg.empty() || arg[0] != '-') {
       cl.verb = arg;
+      cl.verb_index = i;
       ++i;
       break;
     }
@@ -57,7 +58,7 @@ CommandLine parse_command_line(int argc, const char *const *argv) {
         cl.log_format = fv->second;
     }
   }
-  if (!cl.edits_bundle())
+  if (!cl.edits_bundle() && !cl.deletes())
     return cl;
   // The verb's flags and its positional container id.
   for (; i < cl.args.size(); ++i) {
@@ -71,10 +72,19 @@ CommandLine parse_command_line(int argc, const char *const *argv) {
       cl.container_id = arg;
       continue;
     }
-    if (auto fv = flag_with_value(cl.args, i, kCreateWithValue); fv && (fv->first == "--bundle" || fv->first == "-b"))
-      cl.bundle = fv->second;
+    if (auto fv = flag_with_value(cl.args, i, kCreateWithValue)) {
+      if (fv->first == "--bundle" || fv->first == "-b")
+        cl.bundle = fv->second;
+      else if (fv->first == "--pid-file")
+        cl.pid_file = fv->second;
+    }
   }
   return cl;
+}
+
+void CommandLine::add_pid_file(const std::string &path) {
+  args.insert(args.begin() + static_cast<std::ptrdiff_t>(verb_index) + 1, "--pid-file=" + path);
+  pid_file = path;
 }
 
 } // namespace gpuslice::shim

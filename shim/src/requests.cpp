@@ -57,7 +57,6 @@ Requests collect_requests(cdi::OciSpec &oci, const Config &config) {
           with_context("linux.devices entry " + quote(path), [&] { cdi::parse_qualified_name(path); });
           add(r, seen, path);
           d = list.erase(d);
-          r.removed_linux_devices = true;
         } else {
           ++d;
         }

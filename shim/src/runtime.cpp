@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -67,15 +68,41 @@ std::string find_runtime(const Config &config) {
               "); install runc or crun, or set [runtime] runtimes in the config");
 }
 
-void exec_runtime(const std::string &runtime, const std::vector<std::string> &args) {
+namespace {
+
+// execv's vector: the runtime, then args, then NULL (pointing into both).
+std::vector<char *> argv_of(const std::string &runtime, const std::vector<std::string> &args) {
   std::vector<char *> argv;
   argv.reserve(args.size() + 2);
   argv.push_back(const_cast<char *>(runtime.c_str()));
   for (const auto &a : args)
     argv.push_back(const_cast<char *>(a.c_str()));
   argv.push_back(nullptr);
+  return argv;
+}
+
+} // namespace
+
+void exec_runtime(const std::string &runtime, const std::vector<std::string> &args) {
+  auto argv = argv_of(runtime, args);
   ::execv(runtime.c_str(), argv.data());
   throw system_error("cannot execute " + quote(runtime));
+}
+
+int run_runtime(const std::string &runtime, const std::vector<std::string> &args) {
+  auto argv = argv_of(runtime, args);
+  const pid_t child = ::fork();
+  if (child < 0)
+    throw system_error("cannot start " + quote(runtime));
+  if (child == 0) {
+    ::execv(runtime.c_str(), argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0)
+    if (errno != EINTR)
+      throw system_error("cannot wait for " + quote(runtime));
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 void write_runtime_log(const std::string &log_path, const std::string &log_format, const std::string &message_arg) {

@@ -3,7 +3,6 @@
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/rootfs.hpp"
-#include "gpuslice/sharing/region.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -37,11 +36,9 @@ std::vector<std::string> process_env(const cdi::OciSpec &oci) {
   return out;
 }
 
-cdi::OciSpec bind_mount(const std::string &source, const std::string &destination, bool writable) {
-  return {{"destination", destination},
-          {"type", "bind"},
-          {"source", source},
-          {"options", {"rbind", writable ? "rw" : "ro", "nosuid", "nodev"}}};
+// Read-only, and nothing in it runs with privileges or as a device.
+cdi::OciSpec bind_mount(const std::string &source, const std::string &destination) {
+  return {{"destination", destination}, {"type", "bind"}, {"source", source}, {"options", {"rbind", "ro", "nosuid", "nodev"}}};
 }
 
 } // namespace
@@ -93,35 +90,104 @@ std::string merged_preload(const std::optional<std::string> &image_preload) {
   return out;
 }
 
-void wire_sharing(cdi::OciSpec &oci, const sharing::Limits &limits, const std::string &container_dir,
-                  const std::string &rootfs, const Config &config) {
-  sharing::Limits with_activity = limits;
-  const bool burst = std::any_of(limits.devices.begin(), limits.devices.end(),
-                                 [](const sharing::DeviceLimit &d) { return d.policy == sharing::Policy::burst; });
-  if (burst && with_activity.activity.empty()) {
-    const std::string activity = fs::clean_path(config.state_dir) + "/activity";
-    sharing::create_activity_file(activity);
-    with_activity.activity = "/run/gpuslice/activity";
-    // The node-wide activity file, shared by every burst container: a tenant
-    // can write it, which at worst caps its neighbours to their own shares.
-    auto &mounts = oci["mounts"];
-    if (!mounts.is_array())
-      mounts = cdi::OciSpec::array();
-    mounts.push_back(bind_mount(activity, "/run/gpuslice/activity", true));
-  }
-  sharing::write_limits_file(container_dir + "/limits", with_activity);
-  sharing::create_region(container_dir + "/region");
-  const auto image_preload =
-      with_context("image file /etc/ld.so.preload", [&] { return rootfs::read_file_in_root(rootfs, "/etc/ld.so.preload", kMaxPreloadSize); });
-  fs::write_file_atomic(container_dir + "/ld.so.preload", merged_preload(image_preload), 0444, fs::Durability::atomic);
+namespace {
 
+void expect_kind(const std::string &rootfs, const std::string &path, rootfs::PathKind want) {
+  using rootfs::PathKind;
+  const PathKind kind = rootfs::kind_in_root(rootfs, path);
+  if (kind == PathKind::missing || kind == want)
+    return;
+  if (kind == PathKind::symlink)
+    throw Error("the image's " + quote(path) + " is (or goes through) a symbolic link: gpuslice does not mount its "
+                "files through links the image controls (runc and the kernel can resolve them differently)");
+  throw Error("the image's " + quote(path) + " is not a " +
+              (want == PathKind::directory ? "directory" : "regular file"));
+}
+
+// `path` is `dir` or inside it (both cleaned).
+bool is_under(std::string_view path, std::string_view dir) {
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
+}
+
+// Whether a mount of the spec has a (cleaned) destination that `match`es.
+template <typename Match> bool any_mount(const cdi::OciSpec &oci, Match match) {
+  auto mounts = oci.find("mounts");
+  if (mounts == oci.end() || !mounts->is_array())
+    return false;
+  for (const auto &m : *mounts)
+    if (m.is_object() && m.contains("destination") && m["destination"].is_string() &&
+        match(fs::clean_path(m["destination"].get<std::string>())))
+      return true;
+  return false;
+}
+
+bool mounted_at(const cdi::OciSpec &oci, std::string_view destination) {
+  return any_mount(oci, [&](const std::string &d) { return d == destination; });
+}
+
+bool mounted_under(const cdi::OciSpec &oci, std::string_view dir) {
+  return any_mount(oci, [&](const std::string &d) { return is_under(d, dir); });
+}
+
+bool root_readonly(const cdi::OciSpec &oci) {
+  auto root = oci.find("root");
+  return root != oci.end() && root->is_object() && root->value("readonly", false);
+}
+
+} // namespace
+
+SharingFiles plan_sharing_files(const sharing::Limits &limits, const std::string &rootfs) {
+  using rootfs::PathKind;
+  for (const char *dir : {"/etc", "/run", kSharingDir})
+    expect_kind(rootfs, dir, PathKind::directory);
+  expect_kind(rootfs, "/etc/ld.so.preload", PathKind::regular);
+  SharingFiles files;
+  files.burst = std::any_of(limits.devices.begin(), limits.devices.end(),
+                            [](const sharing::DeviceLimit &d) { return d.policy == sharing::Policy::burst; });
+  sharing::Limits rendered = limits;
+  if (files.burst)
+    rendered.activity = kActivityContainerPath;
+  files.limits = sharing::render_limits(rendered);
+  const auto image_preload = with_context("image file /etc/ld.so.preload", [&] {
+    return rootfs::read_file_in_root(rootfs, "/etc/ld.so.preload", kMaxPreloadSize, rootfs::Resolver::walk);
+  });
+  files.preload = merged_preload(image_preload);
+  return files;
+}
+
+void add_sharing_mounts(cdi::OciSpec &oci, const SharingFiles &files, const std::string &container_dir,
+                        const std::string &rootfs, const Config &config) {
+  if (mounted_under(oci, kSharingDir) || mounted_at(oci, "/etc/ld.so.preload"))
+    throw Error("the container already mounts something at " + quote(kSharingDir) + " or " +
+                quote("/etc/ld.so.preload"));
   auto &mounts = oci["mounts"];
   if (!mounts.is_array())
     mounts = cdi::OciSpec::array();
-  mounts.push_back(bind_mount(config.interposer_path, kInterposerContainerPath, false));
-  mounts.push_back(bind_mount(container_dir + "/limits", "/run/gpuslice/limits", false));
-  mounts.push_back(bind_mount(container_dir + "/region", "/run/gpuslice/region", true));
-  mounts.push_back(bind_mount(container_dir + "/ld.so.preload", "/etc/ld.so.preload", false));
+  // Pins: /etc and /run bound onto themselves, so that they are mount points
+  // nobody in the container can rename. Only where the root is writable (a
+  // read-only root refuses the rename anyway). Non-recursive and first, so
+  // that every later mount (the spec's, then ours) stacks on the pin and
+  // keeps its own flags: a recursive bind made last would copy them, and
+  // crun remounts such a copy read-write. First, not merely before the
+  // mounts inside them: a destination like /var/run/secrets lands in /run
+  // through the image's own links.
+  if (!root_readonly(oci)) {
+    auto at = mounts.begin();
+    for (const char *dir : {"/etc", "/run"})
+      if (!mounted_at(oci, dir)) // else a mount point already
+        at = std::next(mounts.insert(at, cdi::OciSpec{{"destination", dir}, {"type", "bind"},
+                                                       {"source", rootfs + dir}, {"options", {"bind"}}}));
+  }
+  mounts.push_back({{"destination", kSharingDir},
+                    {"type", "tmpfs"},
+                    {"source", "tmpfs"},
+                    {"options", {"nosuid", "nodev", "noexec", "mode=755", "size=64k"}}});
+  mounts.push_back(bind_mount(container_dir + "/limits", std::string(kSharingDir) + "/limits"));
+  mounts.push_back(bind_mount(container_dir + "/" + kRegionSocketName, std::string(kSharingDir) + "/" + kRegionSocketName));
+  mounts.push_back(bind_mount(config.interposer_path, kInterposerContainerPath));
+  if (files.burst)
+    mounts.push_back(bind_mount(fs::clean_path(config.state_dir) + "/activity", kActivityContainerPath));
+  mounts.push_back(bind_mount(container_dir + "/ld.so.preload", "/etc/ld.so.preload"));
 }
 
 } // namespace gpuslice::shim

@@ -79,6 +79,9 @@ def fake_driver_spec(test_tmp) -> Path:
                 "deviceNodes": [{"path": "/dev/nvidia0", "hostPath": str(dev / "nvidia0")}]}},
             {"name": "whole", "containerEdits": {
                 "deviceNodes": [{"path": "/dev/nvidia0", "hostPath": str(dev / "nvidia0")}]}},
+            {"name": "burst", "containerEdits": {
+                "env": ["GPUSLICE_MEMORY_LIMIT=256Mi", "GPUSLICE_COMPUTE_LIMIT=30", "GPUSLICE_COMPUTE_POLICY=burst"],
+                "deviceNodes": [{"path": "/dev/nvidia0", "hostPath": str(dev / "nvidia0")}]}},
         ],
     }
     spec_dir = test_tmp / "cdi"
@@ -122,14 +125,17 @@ def test_memory_limit_in_container(sharing_runtime, test_tmp, spec_template, gli
     )
     rc, out = run(rt, bundle, cid, "0", script)
     assert rc == 0, out
-    assert "preload: /usr/lib/gpuslice/libgpuslice-cuda.so" in out
+    assert "preload: /run/gpuslice/libgpuslice-cuda.so" in out
     assert "limits-writable" not in out
     assert "probe dlsym alloc 300Mi: as expected" in out
     assert "probe dlsym alloc 200Mi: as expected" in out
     assert "probe procaddr_v2 managed 300Mi: as expected" in out
-    assert "state-dir: limits region" in out
-    # The container's state dir (limits, region, preload) is gone after delete.
+    assert "state-dir: libgpuslice-cuda.so limits region.sock" in out
+    # The container's state dir (limits, preload, region socket) is gone after delete.
     assert not (state / "containers" / cid).exists()
+    # Root's alone on the host: no local user reaches a container's files.
+    assert (state.stat().st_mode & 0o777) == 0o700
+    assert ((state / "containers").stat().st_mode & 0o777) == 0o700
 
 
 @pytest.mark.gpuslice
@@ -157,3 +163,175 @@ def test_container_cannot_raise_its_own_limit(sharing_runtime, test_tmp, spec_te
                                         "GPUSLICE_LIMITS=/nonexistent /bin/probe dlsym alloc 300Mi oom 256Mi")
     assert rc == 0, out
     assert out.count("probe dlsym alloc 300Mi: as expected") == 3, out
+
+
+# --------------------------------------------------------------------------
+# a hostile tenant (issue 7, holes 2, 3 and 5)
+
+
+@pytest.fixture
+def own_rootfs(glibc_rootfs, test_tmp) -> Path:
+    """A copy of the glibc rootfs this test alone uses (writable, or changed)."""
+    root = test_tmp / "rootfs"
+    shutil.copytree(glibc_rootfs, root, symlinks=True)
+    return root
+
+
+@pytest.mark.gpuslice
+def test_tenant_cannot_rename_the_preload_away(sharing_runtime, test_tmp, spec_template, own_rootfs, cid):
+    """A root process in a writable rootfs that renames /etc, /run or
+    /run/gpuslice and makes a new empty one would start processes with no
+    preload and no limits: each is a mount point, so rename fails (EBUSY)."""
+    rt, _ = sharing_runtime
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, own_rootfs)
+    bundle.spec["root"]["readonly"] = False
+    # kubelet's token mount, through the image's /var/run -> ../run link: the
+    # pin must not hide it
+    (own_rootfs / "var").mkdir(exist_ok=True)
+    (own_rootfs / "var" / "run").symlink_to("../run")
+    bundle.spec["mounts"].append({"destination": "/var/run/secrets/token", "type": "tmpfs", "source": "tmpfs",
+                                  "options": ["size=4k"]})
+    script = ("grep -q ' /run/secrets/token ' /proc/self/mountinfo && echo token-visible; "
+              "for d in /etc /run /run/gpuslice /etc/ld.so.preload; do "
+              "  if mv $d $d.gone 2>/dev/null; then echo moved $d; mkdir -p $d; fi; done; "
+              "if rm -f /etc/ld.so.preload 2>/dev/null && test ! -e /etc/ld.so.preload; then echo removed-preload; fi; "
+              "touch /etc/still-writable && echo etc-writable; "
+              "/bin/probe dlsym alloc 300Mi oom 256Mi")
+    rc, out = run(rt, bundle, cid, "0", script)
+    assert "moved" not in out, out
+    assert "removed-preload" not in out, out
+    assert "etc-writable" in out, out  # the pin changes nothing else
+    assert "token-visible" in out, out
+    assert "probe dlsym alloc 300Mi: as expected" in out, out
+    assert rc == 0, out
+
+
+@pytest.mark.gpuslice
+def test_pins_keep_a_read_only_root_read_only(sharing_runtime, test_tmp, spec_template, glibc_rootfs, cid):
+    rt, _ = sharing_runtime
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
+    rc, out = run(rt, bundle, cid, "0", "touch /etc/x 2>/dev/null && echo etc-writable; "
+                                        "touch /run/x 2>/dev/null && echo run-writable; echo done")
+    assert rc == 0 and "done" in out, out
+    assert "etc-writable" not in out and "run-writable" not in out, out
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("link", ["nonexistent/../x", "/tmp/elsewhere"])
+def test_symlinked_preload_is_refused(sharing_runtime, test_tmp, spec_template, own_rootfs, cid, link):
+    """runc resolves `nonexistent/../x` lexically (mounts at /x), the kernel
+    does not (ENOENT): the container would run without the preload while the
+    runtime thought it had one. Refused, with nothing left behind."""
+    rt, state = sharing_runtime
+    preload = own_rootfs / "etc" / "ld.so.preload"
+    preload.unlink(missing_ok=True)
+    preload.symlink_to(link)
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, own_rootfs)
+    bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")
+    written = bundle.write()
+    p = rt.create(bundle, cid, check=False)
+    assert p.returncode != 0
+    assert '"/etc/ld.so.preload" is (or goes through) a symbolic link' in p.stderr, p.stderr
+    assert bundle.config_path.read_bytes() == written
+    assert not (state / "containers" / cid).exists()
+    assert cid not in rt.list_ids()
+
+
+@pytest.mark.gpuslice
+def test_activity_table_is_read_only_in_burst_containers(sharing_runtime, test_tmp, spec_template, glibc_rootfs, cid):
+    """One tenant emptied or grew the node-wide activity file every burst
+    container mapped: a neighbour's CUDA process died of SIGBUS, the state
+    tmpfs filled up. Now only the host writes it; containers read it."""
+    rt, state = sharing_runtime
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
+    # (a subshell: a failed redirection of `:`, a special built-in, ends the shell)
+    script = ("if (: > /run/gpuslice/activity) 2>/dev/null; then echo truncated; fi; "
+              "if dd if=/dev/zero of=/run/gpuslice/activity bs=1024 count=64 seek=8 conv=notrunc 2>/dev/null; "
+              "then echo grew; fi; "
+              "stat -c 'size %s' /run/gpuslice/activity; grep gpuslice /proc/self/mountinfo; "
+              "/bin/probe dlsym alloc 300Mi oom 256Mi")
+    rc, out = run(rt, bundle, cid, "burst", script)
+    assert rc == 0, out
+    assert "truncated" not in out and "grew" not in out, out
+    assert "size 8192" in out, out
+    assert "probe dlsym alloc 300Mi: as expected" in out, out
+    table = state / "activity"
+    assert table.stat().st_size == 8192 and (table.stat().st_mode & 0o777) == 0o644
+
+
+@pytest.mark.gpuslice
+def test_live_id_is_not_taken_over(sharing_runtime, plain_runtime, test_tmp, spec_template, glibc_rootfs, cid):
+    """A second create with a running container's id (another runtime root)
+    used to reset that container's usage region in place, and its delete
+    removed the first one's state. Now it is refused and the first keeps its
+    state."""
+    rt, state = sharing_runtime
+    first = ocitest.Bundle(test_tmp / "first", spec_template, glibc_rootfs)
+    first.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")
+    first.shell("sleep 30")
+    first.write()
+    rt.create(first, cid)
+    limits = (state / "containers" / cid / "limits").read_bytes()
+    other = ocitest.Runtime(rt.name + "-other", rt.argv, test_tmp / "other-root", env=rt.env,
+                            lowlevel=ocitest.Runtime("other", plain_runtime.argv, test_tmp / "other-root"))
+    try:
+        second = ocitest.Bundle(test_tmp / "second", spec_template, glibc_rootfs)
+        second.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")
+        second.write()
+        p = other.create(second, cid, check=False)
+        assert p.returncode != 0
+        assert f'container id "{cid}" is already in use' in p.stderr, p.stderr
+        other.run("delete", "--force", cid, check=False)
+        assert (state / "containers" / cid / "limits").read_bytes() == limits
+        assert (state / "containers" / cid / "region.sock").is_socket()
+    finally:
+        other.cleanup()
+        rt.run("delete", "--force", cid, check=False)
+    assert not (state / "containers" / cid).exists()
+
+
+def eventually(cond, timeout: float = 10.0) -> bool:
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return cond()
+
+
+@pytest.mark.gpuslice
+def test_create_that_runc_rejects_leaves_nothing(sharing_runtime, test_tmp, spec_template, glibc_rootfs, cid):
+    """gpuslice prepared the state, then runc failed: no poststop will ever
+    run. The container's monitor sees runc end without a container and
+    removes the state."""
+    rt, state = sharing_runtime
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
+    bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")
+    bundle.spec["mounts"].append({"destination": "/mnt/x", "type": "bind", "source": str(test_tmp / "missing"),
+                                  "options": ["rbind"]})
+    bundle.write()
+    p = rt.create(bundle, cid, check=False)
+    assert p.returncode != 0
+    assert eventually(lambda: not (state / "containers" / cid).exists()), list((state / "containers").iterdir())
+
+
+@pytest.mark.gpuslice
+def test_leftovers_of_a_killed_create_are_collected(sharing_runtime, test_tmp, spec_template, glibc_rootfs, cid):
+    """`kill -9` of the runtime mid-create left a state dir and a temporary
+    config.json: the next create collects both (their writer is gone)."""
+    rt, state = sharing_runtime
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    # what a create killed after making its state dir leaves
+    stale = state / "containers" / "killed-create"
+    stale.mkdir(parents=True)
+    (stale / "creator").write_text(f"{dead.pid} 1\n")
+    (stale / "limits").write_text("x")
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
+    leftover = bundle.path / f"config.json.gpuslice-tmp.{dead.pid}.12345"
+    leftover.write_text("{}")
+    rc, out = run(rt, bundle, cid, "0", "/bin/probe dlsym alloc 300Mi oom 256Mi")
+    assert rc == 0, out
+    assert not stale.exists()
+    assert not leftover.exists()

@@ -108,7 +108,7 @@ void round_trip(const ctd::ConfigureOptions &o, const std::string &original) {
 } // namespace
 
 TEST_CASE("configure run again removes the pod_annotations an older version wrote", "[containerd]") {
-  for (const std::string sample : {"v2-systemd.toml", "v1.toml"}) {
+  for (const std::string &sample : {std::string("v2-systemd.toml"), std::string("v1.toml")}) {
     CAPTURE(sample);
     TempDir dir;
     const std::string original = fs::read_file(kData + sample);

@@ -28,6 +28,11 @@ using gpuslice::testing::TempDir;
 
 namespace {
 
+shim::BundleEdit prepare(const std::string &bundle, const std::string &id, const Config &config) {
+  shim::CreateRequest request{bundle, id, ""};
+  return shim::prepare_bundle(request, config, kDefaultConfigPath);
+}
+
 std::string nested(std::size_t depth) {
   return std::string(depth, '[') + std::string(depth, ']');
 }
@@ -83,12 +88,12 @@ TEST_CASE("prepare_bundle: a deeply nested config.json is an error, not a crash"
   config.spec_dirs = {t / "cdi"};
   const std::string deep = R"({"annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}, "x": )" + nested(50000) + "}";
   t.write("b/config.json", deep);
-  CHECK_THROWS_WITH(shim::prepare_bundle(t / "b", "c", config, kDefaultConfigPath),
+  CHECK_THROWS_WITH(prepare(t / "b", "c", config),
                     Catch::Contains("config.json") && Catch::Contains("nested"));
   CHECK(fs::read_file(t / "b/config.json") == deep);
   ::mkdir((t / "fifo").c_str(), 0755);
   REQUIRE(::mkfifo((t / "fifo/config.json").c_str(), 0644) == 0);
-  CHECK_THROWS_WITH(shim::prepare_bundle(t / "fifo", "c", config, kDefaultConfigPath),
+  CHECK_THROWS_WITH(prepare(t / "fifo", "c", config),
                     Catch::Contains("not a regular file"));
 }
 

@@ -35,17 +35,17 @@ struct TempDir {
   ~TempDir() { std::filesystem::remove_all(path); }
 };
 
-void poke(const std::string &path, off_t off, const void *data, size_t len) {
-  int fd = ::open(path.c_str(), O_WRONLY);
-  REQUIRE(fd >= 0);
+void poke(int fd, off_t off, const void *data, size_t len) {
   REQUIRE(::pwrite(fd, data, len, off) == static_cast<ssize_t>(len));
-  ::close(fd);
 }
 
-off_t slot_used_offset(unsigned slot, unsigned dev) {
-  return static_cast<off_t>(offsetof(gs_region, slots) + slot * sizeof(gs_region_slot) +
-                            offsetof(gs_region_slot, used) + dev * sizeof(uint64_t));
+off_t used_offset(unsigned slot, unsigned dev) {
+  return static_cast<off_t>(offsetof(gs_region, used) + (dev * GS_MAX_SLOTS + slot) * sizeof(uint64_t));
 }
+
+// A descriptor of its own (own open file description, own locks), as the
+// monitor hands each process.
+int reopen(int fd) { return ::open(("/proc/self/fd/" + std::to_string(fd)).c_str(), O_RDWR | O_CLOEXEC); }
 
 } // namespace
 
@@ -125,64 +125,62 @@ TEST_CASE("the limits file round-trips and is read-only", "[sharing]") {
   CHECK_THROWS_AS(render_limits(bad), Error);
 }
 
-TEST_CASE("a new region is valid and empty", "[sharing]") {
-  TempDir dir;
-  std::string path = dir.path + "/region";
-  create_region(path);
+TEST_CASE("a new region is a sealed memfd, valid and empty", "[sharing]") {
+  gpuslice::UniqueFd r = create_region();
   struct stat st {};
-  REQUIRE(::stat(path.c_str(), &st) == 0);
+  REQUIRE(::fstat(r.get(), &st) == 0);
   CHECK(static_cast<uint64_t>(st.st_size) == GS_REGION_SIZE);
-  CHECK((st.st_mode & 0777) == 0666);
-  RegionUsage u = read_region(path);
+  const int seals = ::fcntl(r.get(), F_GET_SEALS);
+  CHECK((seals & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) == (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL));
+  CHECK((seals & F_SEAL_WRITE) == 0); // the container's processes write it
+  // Whoever holds it cannot resize it: no SIGBUS under a mapping, no growth.
+  CHECK(::ftruncate(r.get(), 100) != 0);
+  CHECK(::ftruncate(r.get(), static_cast<off_t>(GS_REGION_SIZE) * 2) != 0);
+  char byte = 1;
+  CHECK(::pwrite(r.get(), &byte, 1, static_cast<off_t>(GS_REGION_SIZE)) != 1);
+  CHECK(::fcntl(r.get(), F_ADD_SEALS, F_SEAL_WRITE) != 0); // nor seal it against the others
+  RegionUsage u = read_region(r.get());
   CHECK(u.devices.empty());
   CHECK(u.slots_in_use == 0);
-  CHECK_THROWS_WITH(read_region(dir.path + "/none"), Catch::Contains("none\""));
+  CHECK(container_id(r.get()) != 0);
 }
 
 TEST_CASE("what a tenant writes into the region is validated", "[sharing]") {
-  TempDir dir;
-  std::string path = dir.path + "/region";
-  create_region(path);
-
-  SECTION("a huge high-water mark is clamped, usages saturate") {
-    uint32_t hw = 0xffffffffu;
-    poke(path, offsetof(gs_region, slots_hw), &hw, sizeof hw);
+  gpuslice::UniqueFd r = create_region();
+  SECTION("usages are summed over every slot, masked so they cannot wrap") {
     uint64_t lo = 7, hi = 9, big = UINT64_MAX - 5;
-    poke(path, offsetof(gs_region, devices), &lo, 8);
-    poke(path, offsetof(gs_region, devices) + 8, &hi, 8);
-    poke(path, slot_used_offset(3, 0), &big, 8);
-    poke(path, slot_used_offset(GS_MAX_SLOTS - 1, 0), &big, 8);
-    RegionUsage u = read_region(path);
+    poke(r.get(), offsetof(gs_region, devices), &lo, 8);
+    poke(r.get(), offsetof(gs_region, devices) + 8, &hi, 8);
+    poke(r.get(), used_offset(3, 0), &big, 8);
+    poke(r.get(), used_offset(GS_MAX_SLOTS - 1, 0), &big, 8);
+    RegionUsage u = read_region(r.get());
     REQUIRE(u.devices.size() == 1);
-    CHECK(u.devices[0].used == UINT64_MAX);
+    const uint64_t masked = big & ((uint64_t(1) << GS_USED_BITS) - 1);
+    CHECK(u.devices[0].used == 2 * masked);
     CHECK(u.slots_in_use == 2);
   }
   SECTION("a broken header is refused") {
     uint32_t version = 99;
-    poke(path, offsetof(gs_region, version), &version, sizeof version);
-    CHECK_THROWS_WITH(read_region(path), Catch::Contains("no valid header"));
+    poke(r.get(), offsetof(gs_region, version), &version, sizeof version);
+    CHECK_THROWS_WITH(read_region(r.get()), Catch::Contains("no valid header"));
   }
-  SECTION("a truncated region is refused") {
-    REQUIRE(::truncate(path.c_str(), 100) == 0);
-    CHECK_THROWS_WITH(read_region(path), Catch::Contains("truncated"));
-  }
-  SECTION("creating again repairs it") {
+  SECTION("a zeroed magic is refused") {
     uint64_t magic = 0;
-    poke(path, 0, &magic, 8);
-    create_region(path);
-    CHECK_NOTHROW(read_region(path));
+    poke(r.get(), 0, &magic, 8);
+    CHECK_THROWS_WITH(read_region(r.get()), Catch::Contains("no valid header"));
   }
 }
 
-// A process that claims slot `slot` the way the interposer does, charges
-// 1 GiB to it and waits; returns its pid once it holds the slot.
-static pid_t holder(const std::string &path, unsigned slot) {
+// A process that claims slot `slot` the way the interposer does (on a
+// descriptor of its own), charges 1 GiB to it and waits; returns its pid
+// once it holds the slot.
+static pid_t holder(int region, unsigned slot) {
   int ready[2];
   REQUIRE(::pipe(ready) == 0);
   pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
-    int fd = ::open(path.c_str(), O_RDWR);
+    int fd = reopen(region);
     struct flock fl {};
     fl.l_type = F_WRLCK;
     fl.l_whence = SEEK_SET;
@@ -191,9 +189,7 @@ static pid_t holder(const std::string &path, unsigned slot) {
     if (fd < 0 || ::fcntl(fd, F_OFD_SETLK, &fl) != 0)
       ::_exit(1);
     uint64_t gib = 1ull << 30;
-    uint32_t hw = slot + 1;
-    if (::pwrite(fd, &gib, 8, slot_used_offset(slot, 0)) != 8 ||
-        ::pwrite(fd, &hw, 4, offsetof(gs_region, slots_hw)) != 4 || ::write(ready[1], "x", 1) != 1)
+    if (::pwrite(fd, &gib, 8, used_offset(slot, 0)) != 8 || ::write(ready[1], "x", 1) != 1)
       ::_exit(1);
     for (;;)
       ::pause();
@@ -206,44 +202,25 @@ static pid_t holder(const std::string &path, unsigned slot) {
 }
 
 TEST_CASE("a SIGKILLed process's usage is reclaimed, a live one's is not", "[sharing]") {
-  TempDir dir;
-  std::string path = dir.path + "/region";
-  create_region(path);
+  gpuslice::UniqueFd r = create_region();
   uint64_t lo = 1, hi = 2;
-  poke(path, offsetof(gs_region, devices), &lo, 8);
-  poke(path, offsetof(gs_region, devices) + 8, &hi, 8);
+  poke(r.get(), offsetof(gs_region, devices), &lo, 8);
+  poke(r.get(), offsetof(gs_region, devices) + 8, &hi, 8);
 
-  pid_t alive = holder(path, 0);
-  pid_t doomed = holder(path, 1);
-  CHECK(read_region(path).devices.at(0).used == 2ull << 30);
-  CHECK(reclaim_dead_slots(path) == 0);
+  pid_t alive = holder(r.get(), 0);
+  pid_t doomed = holder(r.get(), GS_MAX_SLOTS - 1);
+  CHECK(read_region(r.get()).devices.at(0).used == 2ull << 30);
+  CHECK(reclaim_dead_slots(r.get()) == 0);
 
   ::kill(doomed, SIGKILL);
   ::waitpid(doomed, nullptr, 0);
-  CHECK(reclaim_dead_slots(path) == 1);
-  RegionUsage u = read_region(path);
+  CHECK(reclaim_dead_slots(r.get()) == 1);
+  RegionUsage u = read_region(r.get());
   CHECK(u.devices.at(0).used == 1ull << 30);
   CHECK(u.slots_in_use == 1);
 
   ::kill(alive, SIGKILL);
   ::waitpid(alive, nullptr, 0);
-  CHECK(reclaim_dead_slots(path) == 1);
-  CHECK(read_region(path).devices.at(0).used == 0);
-}
-
-TEST_CASE("the activity file is created once", "[sharing]") {
-  TempDir dir;
-  std::string path = dir.path + "/activity";
-  create_activity_file(path);
-  struct stat st {};
-  REQUIRE(::stat(path.c_str(), &st) == 0);
-  CHECK(static_cast<uint64_t>(st.st_size) == GS_ACTIVITY_SIZE);
-  uint64_t owner = 42;
-  poke(path, 0, &owner, 8);
-  create_activity_file(path); // an existing one is kept: other containers use it
-  int fd = ::open(path.c_str(), O_RDONLY);
-  uint64_t back = 0;
-  REQUIRE(::pread(fd, &back, 8, 0) == 8);
-  ::close(fd);
-  CHECK(back == 42);
+  CHECK(reclaim_dead_slots(r.get()) == 1);
+  CHECK(read_region(r.get()).devices.at(0).used == 0);
 }

@@ -7,6 +7,9 @@
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
+
+#include <functional>
+#include <map>
 #include <unistd.h>
 
 using namespace gpuslice;
@@ -55,51 +58,178 @@ TEST_CASE("preload: the interposer first, then the image's entries", "[shim][sha
   CHECK_THROWS_AS(merged_preload(std::string("a\0b", 3)), Error);
 }
 
-TEST_CASE("prepare_bundle wires limits: state dir files and mounts; cleans up on failure", "[shim][sharing]") {
+namespace {
+
+BundleEdit prepare(const std::string &bundle, const std::string &id, const Config &config) {
+  CreateRequest request{bundle, id, ""};
+  return prepare_bundle(request, config, kDefaultConfigPath);
+}
+
+struct Node {
   TempDir t;
-  t.write("cdi/gpu.yaml", "cdiVersion: 0.6.0\nkind: v.com/gpu\ndevices:\n"
-                          "  - name: \"0\"\n    containerEdits:\n      env: [GPUSLICE_MEMORY_LIMIT=256Mi]\n"
-                          "  - name: plain\n    containerEdits:\n      env: [A=1]\n");
-  t.write("interposer.so", "not really a library");
-  t.write("b/rootfs/etc/ld.so.preload", "/usr/lib/libimage.so\n");
   Config config;
-  config.spec_dirs = {t / "cdi"};
-  config.state_dir = t / "state";
-  config.interposer_path = t / "interposer.so";
-  t.write("b/config.json", R"({"root": {"path": "rootfs"}, "process": {"env": []}, "mounts": [], "annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}})");
-  const auto edit = prepare_bundle(t / "b", "ctr1", config, kDefaultConfigPath);
+  Node() {
+    t.write("cdi/gpu.yaml", "cdiVersion: 0.6.0\nkind: v.com/gpu\ndevices:\n"
+                            "  - name: \"0\"\n    containerEdits:\n      env: [GPUSLICE_MEMORY_LIMIT=256Mi]\n"
+                            "  - name: burst\n    containerEdits:\n      env: [GPUSLICE_COMPUTE_LIMIT=30, GPUSLICE_COMPUTE_POLICY=burst]\n"
+                            "  - name: plain\n    containerEdits:\n      env: [A=1]\n");
+    t.write("interposer.so", "not really a library");
+    config.spec_dirs = {t / "cdi"};
+    config.state_dir = t / "state";
+    config.interposer_path = t / "interposer.so";
+  }
+  std::string bundle(const std::string &name, const std::string &device, const std::string &extra = "") {
+    t.write(name + "/config.json", R"({"root": {"path": "rootfs")" + extra + R"(}, "process": {"env": []}, "mounts": [],
+        "annotations": {"cdi.k8s.io/x": "v.com/gpu=)" + device + R"("}})");
+    ::mkdir((t / (name + "/rootfs")).c_str(), 0755);
+    return t / name;
+  }
+};
+
+std::vector<cdi::OciSpec> mounts_of(const std::string &bundle) {
+  const auto oci = cdi::OciSpec::parse(fs::read_file(bundle + "/config.json"));
+  return {oci["mounts"].begin(), oci["mounts"].end()};
+}
+
+} // namespace
+
+TEST_CASE("prepare_bundle wires limits: state dir, region socket, read-only mounts, pins last", "[shim][sharing]") {
+  Node n;
+  const std::string b = n.bundle("b", "0");
+  n.t.write("b/rootfs/etc/ld.so.preload", "/usr/lib/libimage.so\n");
+  const auto edit = prepare(b, "ctr1", n.config);
   CHECK(edit.shared);
-  const std::string dir = t / "state/containers/ctr1";
+  const std::string dir = n.t / "state/containers/ctr1";
   CHECK(sharing::parse_limits(fs::read_file(dir + "/limits")) == sharing::Limits{{{"*", 256u << 20, std::nullopt, std::nullopt}}, ""});
   struct stat lst {};
   REQUIRE(::stat((dir + "/limits").c_str(), &lst) == 0);
   CHECK((lst.st_mode & 0222) == 0); // read-only
   CHECK(fs::read_file(dir + "/ld.so.preload") == std::string(kInterposerContainerPath) + "\n/usr/lib/libimage.so\n");
+  struct stat sock {};
+  REQUIRE(::stat((dir + "/region.sock").c_str(), &sock) == 0);
+  CHECK(S_ISSOCK(sock.st_mode));
+  struct stat dst {};
+  REQUIRE(::stat(dir.c_str(), &dst) == 0);
+  CHECK((dst.st_mode & 07777) == 0700);
+  REQUIRE(::stat((n.t / "state").c_str(), &dst) == 0);
+
+  const auto mounts = mounts_of(b);
+  std::vector<std::string> order;
+  for (const auto &m : mounts)
+    order.push_back(m["destination"]);
+  CHECK(order == std::vector<std::string>{"/etc", "/run", "/run/gpuslice", "/run/gpuslice/limits",
+                                          "/run/gpuslice/region.sock", kInterposerContainerPath, "/etc/ld.so.preload"});
+  CHECK(mounts[0]["source"] == n.t / "b/rootfs/etc"); // pins: the directory onto itself, first
+  CHECK(mounts[0]["options"] == cdi::OciSpec::parse(R"(["bind"])"));
+  CHECK(mounts[1]["source"] == n.t / "b/rootfs/run");
+  CHECK(mounts[2]["type"] == "tmpfs");
+  CHECK(mounts[3]["source"] == dir + "/limits");
+  CHECK(mounts[4]["source"] == dir + "/region.sock");
+  CHECK(mounts[5]["source"] == n.t / "interposer.so");
+  CHECK(mounts[6]["source"] == dir + "/ld.so.preload");
+  for (std::size_t i = 3; i <= 6; i++) // nothing of gpuslice's is writable in the container
+    CHECK(mounts[i]["options"] == cdi::OciSpec::parse(R"(["rbind", "ro", "nosuid", "nodev"])"));
+}
+
+TEST_CASE("prepare_bundle: pins go before every mount of the spec", "[shim][sharing]") {
+  Node n;
+  n.t.write("b/config.json", R"({"root": {"path": "rootfs"}, "annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}, "mounts": [
+      {"destination": "/proc", "type": "proc", "source": "proc"},
+      {"destination": "/etc/hosts", "type": "bind", "source": "/etc/hosts", "options": ["rbind", "ro"]},
+      {"destination": "/var/run/secrets", "type": "tmpfs", "source": "tmpfs"},
+      {"destination": "/run/secrets/x", "type": "tmpfs", "source": "tmpfs"}]})");
+  ::mkdir((n.t / "b/rootfs").c_str(), 0755);
+  REQUIRE(prepare(n.t / "b", "c", n.config).shared);
+  std::vector<std::string> order;
+  for (const auto &m : mounts_of(n.t / "b"))
+    order.push_back(m["destination"]);
+  // (/var/run/secrets lands in /run where the image links /var/run to /run)
+  CHECK(order == std::vector<std::string>{"/etc", "/run", "/proc", "/etc/hosts", "/var/run/secrets", "/run/secrets/x",
+                                          "/run/gpuslice", "/run/gpuslice/limits", "/run/gpuslice/region.sock",
+                                          kInterposerContainerPath, "/etc/ld.so.preload"});
+}
+
+TEST_CASE("prepare_bundle: burst mounts the node's activity table read-only; a read-only root gets no pins",
+          "[shim][sharing]") {
+  Node n;
+  const std::string b = n.bundle("b", "burst", R"(, "readonly": true)");
+  REQUIRE(prepare(b, "c", n.config).shared);
+  const auto mounts = mounts_of(b);
+  bool activity = false;
+  for (const auto &m : mounts) {
+    if (m["destination"] == "/run/gpuslice/activity") {
+      activity = true;
+      CHECK(m["source"] == n.t / "state/activity");
+      CHECK(m["options"][1] == "ro");
+    }
+    CHECK(m["destination"] != "/etc"); // renaming inside a read-only root fails anyway
+    CHECK(m["destination"] != "/run");
+  }
+  CHECK(activity);
   struct stat st {};
-  REQUIRE(::stat((dir + "/region").c_str(), &st) == 0);
-  CHECK(st.st_size > 0);
-  const auto oci = cdi::OciSpec::parse(fs::read_file(t / "b/config.json"));
-  std::map<std::string, cdi::OciSpec> by_dest;
-  for (const auto &m : oci["mounts"])
-    by_dest[m["destination"]] = m;
-  CHECK(by_dest.at(kInterposerContainerPath)["source"] == t / "interposer.so");
-  CHECK(by_dest.at("/run/gpuslice/limits")["source"] == dir + "/limits");
-  CHECK(by_dest.at("/run/gpuslice/region")["source"] == dir + "/region");
-  CHECK(by_dest.at("/etc/ld.so.preload")["source"] == dir + "/ld.so.preload");
-  CHECK(by_dest.at("/run/gpuslice/limits")["options"][1] == "ro");
-  CHECK(by_dest.at("/run/gpuslice/region")["options"][1] == "rw");
-  CHECK(by_dest.at(kInterposerContainerPath)["options"][1] == "ro");
+  REQUIRE(::stat((n.t / "state/activity").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0644); // written by the host only
+  CHECK(sharing::parse_limits(fs::read_file(n.t / "state/containers/c/limits")).activity == "/run/gpuslice/activity");
+}
 
-  // A device without limits: no state dir, no interposer.
-  t.write("b2/config.json", R"({"root": {"path": "rootfs"}, "annotations": {"cdi.k8s.io/x": "v.com/gpu=plain"}})");
-  CHECK_FALSE(prepare_bundle(t / "b2", "ctr2", config, kDefaultConfigPath).shared);
-  CHECK(::access((t / "state/containers/ctr2").c_str(), F_OK) != 0);
+TEST_CASE("prepare_bundle: a /run the spec already mounts is not pinned again", "[shim][sharing]") {
+  Node n;
+  n.t.write("b/config.json", R"({"root": {"path": "rootfs"}, "mounts": [{"destination": "/run", "type": "tmpfs", "source": "tmpfs"}],
+      "annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}})");
+  ::mkdir((n.t / "b/rootfs").c_str(), 0755);
+  REQUIRE(prepare(n.t / "b", "c", n.config).shared);
+  int runs = 0;
+  for (const auto &m : mounts_of(n.t / "b"))
+    runs += m["destination"] == "/run";
+  CHECK(runs == 1);
+}
 
-  // A failure after the state dir was made removes it again.
-  t.write("b3/config.json", R"({"annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}})"); // no root.path
-  CHECK_THROWS_WITH(prepare_bundle(t / "b3", "ctr3", config, kDefaultConfigPath), Catch::Contains("root.path"));
-  CHECK(::access((t / "state/containers/ctr3").c_str(), F_OK) != 0);
-  // An unsafe container id is refused before anything is created.
-  t.write("b4/config.json", R"({"root": {"path": "rootfs"}, "annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}})");
-  CHECK_THROWS_AS(prepare_bundle(t / "b4", "../escape", config, kDefaultConfigPath), Error);
+TEST_CASE("prepare_bundle: symlinks and wrong types on gpuslice's destinations are refused, nothing left",
+          "[shim][sharing]") {
+  Node n;
+  struct Case {
+    const char *what;
+    std::function<void(const std::string &rootfs)> make;
+    const char *message;
+  };
+  const std::vector<Case> cases = {
+      {"dangling preload link", [](const std::string &r) {
+         ::mkdir((r + "/etc").c_str(), 0755);
+         REQUIRE(::symlink("nonexistent/../x", (r + "/etc/ld.so.preload").c_str()) == 0);
+       }, "\"/etc/ld.so.preload\" is (or goes through) a symbolic link"},
+      {"/run as a link", [](const std::string &r) { REQUIRE(::symlink("/tmp", (r + "/run").c_str()) == 0); },
+       "\"/run\" is (or goes through) a symbolic link"},
+      {"/etc as a link", [](const std::string &r) { REQUIRE(::symlink("/", (r + "/etc").c_str()) == 0); },
+       "\"/etc\" is (or goes through) a symbolic link"},
+      {"/run/gpuslice as a link", [](const std::string &r) {
+         ::mkdir((r + "/run").c_str(), 0755);
+         REQUIRE(::symlink("/", (r + "/run/gpuslice").c_str()) == 0);
+       }, "\"/run/gpuslice\" is (or goes through) a symbolic link"},
+      {"preload as a directory", [](const std::string &r) {
+         ::mkdir((r + "/etc").c_str(), 0755);
+         ::mkdir((r + "/etc/ld.so.preload").c_str(), 0755);
+       }, "\"/etc/ld.so.preload\" is not a regular file"},
+  };
+  int i = 0;
+  for (const auto &c : cases) {
+    CAPTURE(c.what);
+    const std::string name = "b" + std::to_string(i++);
+    const std::string b = n.bundle(name, "0");
+    const std::string before = fs::read_file(b + "/config.json");
+    c.make(b + "/rootfs");
+    CHECK_THROWS_WITH(prepare(b, name, n.config), Catch::Contains(c.message));
+    CHECK(fs::read_file(b + "/config.json") == before);
+    CHECK(::access((n.t / ("state/containers/" + name)).c_str(), F_OK) != 0);
+  }
+}
+
+TEST_CASE("prepare_bundle: no state for a device without limits; a failure leaves none; unsafe ids refused",
+          "[shim][sharing]") {
+  Node n;
+  CHECK_FALSE(prepare(n.bundle("b2", "plain"), "ctr2", n.config).shared);
+  CHECK(::access((n.t / "state/containers/ctr2").c_str(), F_OK) != 0);
+  n.t.write("b3/config.json", R"({"annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}})"); // no root.path
+  CHECK_THROWS_WITH(prepare(n.t / "b3", "ctr3", n.config), Catch::Contains("root.path"));
+  CHECK(::access((n.t / "state/containers/ctr3").c_str(), F_OK) != 0);
+  CHECK_THROWS_AS(prepare(n.bundle("b4", "0"), "../escape", n.config), Error);
 }

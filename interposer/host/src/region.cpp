@@ -1,12 +1,11 @@
-// Host side of the usage region. Creation writes a fresh header; reading goes
-// through read(2) into a private copy and validates it, because the file is
-// writable by the tenant (who could also truncate it under a mapping).
-// Reclaiming takes each used slot's OFD lock: it is free only when the
-// process that claimed the slot is dead.
+// Host side of the usage region. Creation writes a fresh header into a memfd
+// and seals it; reading goes through pread into a private copy and validates
+// it, because the tenant writes the region. Reclaiming takes each used
+// slot's OFD lock: it is free only when the process that claimed the slot is
+// dead.
 #include "gpuslice/sharing/region.hpp"
 
 #include "gpuslice/common/error.hpp"
-#include "gpuslice/common/fd.hpp"
 
 extern "C" {
 #include "gpuslice/region.h"
@@ -17,7 +16,7 @@ extern "C" {
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 
@@ -25,11 +24,9 @@ namespace gpuslice::sharing {
 
 namespace {
 
-using Fd = UniqueFd;
-
 bool header_valid(const gs_region &r) {
   return r.magic == GS_REGION_MAGIC && r.version == GS_REGION_VERSION && r.header_size == sizeof(gs_region) &&
-         r.ndevices == GS_MAX_DEVICES && r.nslots == GS_MAX_SLOTS && r.slot_size == sizeof(gs_region_slot);
+         r.size == GS_REGION_SIZE && r.ndevices == GS_MAX_DEVICES && r.nslots == GS_MAX_SLOTS;
 }
 
 void init_header(gs_region &r) {
@@ -40,128 +37,119 @@ void init_header(gs_region &r) {
   r.size = GS_REGION_SIZE;
   r.ndevices = GS_MAX_DEVICES;
   r.nslots = GS_MAX_SLOTS;
-  r.slot_size = sizeof(gs_region_slot);
 }
 
-void read_all(int fd, void *buf, std::size_t len, const std::string &path) {
+void read_all(int fd, void *buf, std::size_t len) {
   std::size_t got = 0;
   while (got < len) {
     ssize_t n = ::pread(fd, static_cast<char *>(buf) + got, len - got, static_cast<off_t>(got));
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0)
-      throw system_error("cannot read region " + gpuslice::quote(path));
+      throw system_error("cannot read the region");
     if (n == 0)
-      throw Error("region " + gpuslice::quote(path) + " is truncated");
+      throw Error("the region is truncated");
     got += static_cast<std::size_t>(n);
   }
 }
 
-void write_all(int fd, const void *buf, std::size_t len, const std::string &path) {
+void write_all(int fd, const void *buf, std::size_t len) {
   std::size_t put = 0;
   while (put < len) {
     ssize_t n = ::pwrite(fd, static_cast<const char *>(buf) + put, len - put, static_cast<off_t>(put));
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
-      throw system_error("cannot write region " + gpuslice::quote(path));
+      throw system_error("cannot write the region");
     put += static_cast<std::size_t>(n);
   }
 }
 
-void create_zeroed(const std::string &path, uint64_t size, const char *what, void (*fill)(void *)) {
-  Fd f(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666));
-  if (f.fd < 0)
-    throw system_error(std::string("cannot create ") + what + " " + gpuslice::quote(path));
-  ::fchmod(f.fd, 0666); // whatever the umask: every user in the container maps it
-  if (::ftruncate(f.fd, static_cast<off_t>(size)) != 0)
-    throw system_error(std::string("cannot size ") + what + " " + gpuslice::quote(path));
-  if (fill) {
-    auto buf = std::make_unique<unsigned char[]>(size);
-    fill(buf.get());
-    write_all(f.fd, buf.get(), size, path);
-  }
+std::unique_ptr<gs_region> read_valid(int fd) {
+  auto r = std::make_unique<gs_region>();
+  read_all(fd, r.get(), sizeof(gs_region));
+  if (!header_valid(*r))
+    throw Error("the region has no valid header");
+  return r;
+}
+
+bool slot_in_use(const gs_region &r, unsigned slot) {
+  for (unsigned d = 0; d < GS_MAX_DEVICES; d++)
+    if (r.used[d][slot] != 0)
+      return true;
+  return false;
 }
 
 } // namespace
 
-void create_region(const std::string &path) {
-  create_zeroed(path, GS_REGION_SIZE, "region", [](void *p) { init_header(*static_cast<gs_region *>(p)); });
+UniqueFd create_region() {
+  UniqueFd fd(::memfd_create("gpuslice-region", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd)
+    throw system_error("cannot create the region (memfd_create)");
+  if (::ftruncate(fd.get(), static_cast<off_t>(GS_REGION_SIZE)) != 0)
+    throw system_error("cannot size the region");
+  auto header = std::make_unique<gs_region>();
+  init_header(*header);
+  write_all(fd.get(), header.get(), sizeof(gs_region));
+  if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+    throw system_error("cannot seal the region");
+  return fd;
 }
 
-void create_activity_file(const std::string &path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) >= GS_ACTIVITY_SIZE)
-    return;
-  create_zeroed(path, GS_ACTIVITY_SIZE, "activity file", nullptr);
-}
-
-RegionUsage read_region(const std::string &path) {
-  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (f.fd < 0)
-    throw system_error("cannot open region " + gpuslice::quote(path));
-  auto r = std::make_unique<gs_region>();
-  read_all(f.fd, r.get(), sizeof(gs_region), path);
-  if (!header_valid(*r))
-    throw Error("region " + gpuslice::quote(path) + " has no valid header");
+RegionUsage read_region(int fd) {
+  auto r = read_valid(fd);
   RegionUsage out;
-  uint32_t hw = r->slots_hw > GS_MAX_SLOTS ? GS_MAX_SLOTS : r->slots_hw;
-  for (uint32_t s = 0; s < hw; s++) {
-    bool any = false;
-    for (unsigned d = 0; d < GS_MAX_DEVICES; d++)
-      any |= r->slots[s].used[d] != 0;
-    out.slots_in_use += any;
-  }
+  for (unsigned s = 0; s < GS_MAX_SLOTS; s++)
+    out.slots_in_use += slot_in_use(*r, s);
+  const uint64_t mask = (uint64_t(1) << GS_USED_BITS) - 1;
   for (unsigned d = 0; d < GS_MAX_DEVICES; d++) {
-    if (r->devices[d].uuid_lo == 0)
+    const gs_region_device &dev = r->devices[d];
+    if (dev.uuid_lo == 0)
       continue;
     DeviceUsage u;
-    std::memcpy(u.uuid.data(), &r->devices[d].uuid_lo, 8);
-    std::memcpy(u.uuid.data() + 8, &r->devices[d].uuid_hi, 8);
-    for (uint32_t s = 0; s < hw; s++) {
-      uint64_t v = r->slots[s].used[d];
-      u.used = u.used + v < u.used ? UINT64_MAX : u.used + v;
-    }
+    std::memcpy(u.uuid.data(), &dev.uuid_lo, 8);
+    std::memcpy(u.uuid.data() + 8, &dev.uuid_hi, 8);
+    u.uuid_lo = dev.uuid_lo;
+    u.uuid_hi = dev.uuid_hi;
+    u.busy_until = dev.busy_until;
+    for (unsigned s = 0; s < GS_MAX_SLOTS; s++)
+      u.used += r->used[d][s] & mask; // the interposer's sum: cannot wrap
     out.devices.push_back(u);
   }
   return out;
 }
 
-unsigned reclaim_dead_slots(const std::string &path) {
-  Fd f(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
-  if (f.fd < 0)
-    throw system_error("cannot open region " + gpuslice::quote(path));
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < GS_REGION_SIZE)
-    throw Error("region " + gpuslice::quote(path) + " is truncated");
-  auto r = std::make_unique<gs_region>();
-  read_all(f.fd, r.get(), sizeof(gs_region), path);
-  if (!header_valid(*r))
-    throw Error("region " + gpuslice::quote(path) + " has no valid header");
+unsigned reclaim_dead_slots(int fd) {
+  auto r = read_valid(fd);
   unsigned n = 0;
-  uint32_t hw = r->slots_hw > GS_MAX_SLOTS ? GS_MAX_SLOTS : r->slots_hw;
-  for (uint32_t s = 0; s < hw; s++) {
-    bool any = false;
-    for (unsigned d = 0; d < GS_MAX_DEVICES; d++)
-      any |= r->slots[s].used[d] != 0;
-    if (!any)
+  for (unsigned s = 0; s < GS_MAX_SLOTS; s++) {
+    if (!slot_in_use(*r, s))
       continue;
     struct flock fl {};
     fl.l_type = F_WRLCK;
     fl.l_whence = SEEK_SET;
     fl.l_start = GS_SLOT_LOCK_BASE + s;
     fl.l_len = 1;
-    if (::fcntl(f.fd, F_OFD_SETLK, &fl) != 0)
+    if (::fcntl(fd, F_OFD_SETLK, &fl) != 0)
       continue; // alive
-    uint64_t zero[GS_MAX_DEVICES] = {};
-    off_t off = static_cast<off_t>(offsetof(gs_region, slots) + s * sizeof(gs_region_slot) +
-                                   offsetof(gs_region_slot, used));
-    if (::pwrite(f.fd, zero, sizeof zero, off) == static_cast<ssize_t>(sizeof zero))
-      n++;
+    bool cleared = true;
+    for (unsigned d = 0; d < GS_MAX_DEVICES; d++) {
+      const uint64_t zero = 0;
+      const off_t off = static_cast<off_t>(offsetof(gs_region, used) + (d * GS_MAX_SLOTS + s) * sizeof(uint64_t));
+      cleared = ::pwrite(fd, &zero, sizeof zero, off) == static_cast<ssize_t>(sizeof zero) && cleared;
+    }
+    n += cleared;
     fl.l_type = F_UNLCK;
-    ::fcntl(f.fd, F_OFD_SETLK, &fl);
+    ::fcntl(fd, F_OFD_SETLK, &fl);
   }
   return n;
+}
+
+uint64_t container_id(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    throw system_error("cannot stat the region");
+  return GS_CONTAINER_ID(st.st_dev, st.st_ino);
 }
 
 } // namespace gpuslice::sharing

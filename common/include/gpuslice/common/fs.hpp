@@ -35,6 +35,11 @@ enum class Durability {
 void write_file_atomic(const std::string &path, std::string_view data, mode_t mode = static_cast<mode_t>(-1),
                        Durability durability = Durability::synced);
 
+// Removes the temporaries write_file_atomic left next to `path` when its
+// process was killed mid-write (their names carry the writer's pid): only
+// those whose writer is gone. Errors are ignored: this is tidying.
+void remove_stale_temporaries(const std::string &path);
+
 // Lexically cleaned absolute or relative path: no "." or empty components,
 // ".." resolved lexically (never above "/"), no trailing slash.
 std::string clean_path(std::string_view path);
@@ -44,6 +49,10 @@ std::string clean_path(std::string_view path);
 std::size_t path_depth(std::string_view cleaned);
 
 bool is_absolute(std::string_view path);
+
+// `path` made absolute against the current directory, cleaned. Throws Error
+// when the current directory cannot be had.
+std::string absolute(const std::string &path);
 
 // Directory part of a path ("/a/b" -> "/a", "b" -> ".").
 std::string dirname(std::string_view path);

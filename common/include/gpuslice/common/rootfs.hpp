@@ -24,4 +24,12 @@ int open_in_root(int root_fd, const std::string &path, int flags, Resolver resol
 std::optional<std::string> read_file_in_root(const std::string &rootfs, const std::string &path, std::size_t max_size,
                                              Resolver resolver = Resolver::automatic);
 
+// What `path` is inside `rootfs`, every component looked at without
+// following it: the first symbolic link on the way (the path's own last
+// component included) makes it `symlink`, a missing component `missing`.
+// For destinations gpuslice adds: a link there would be resolved by runc one
+// way and by the kernel another, so no link on the way is accepted.
+enum class PathKind { missing, directory, regular, symlink, other };
+PathKind kind_in_root(const std::string &rootfs, const std::string &path);
+
 } // namespace gpuslice::rootfs

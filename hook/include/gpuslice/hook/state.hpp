@@ -19,8 +19,4 @@ struct ContainerState {
 // Throws Error naming the field.
 ContainerState parse_state(std::string_view json_text);
 
-// A container id usable as one path component: [A-Za-z0-9_.-], not "." or
-// "..", at most 255 bytes. (containerd and runc ids already satisfy this.)
-bool is_safe_container_id(std::string_view id);
-
 } // namespace gpuslice::hook

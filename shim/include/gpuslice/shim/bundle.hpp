@@ -12,6 +12,15 @@
 
 namespace gpuslice::shim {
 
+// What `create` was asked: the bundle, the container id, and the pid file
+// runc will write (set by prepare_bundle when the caller gave none and a
+// monitor needs one: the caller then passes it on to runc).
+struct CreateRequest {
+  std::string bundle_dir;
+  std::string container_id;
+  std::string pid_file;
+};
+
 struct BundleEdit {
   bool written = false;
   std::vector<std::string> devices;  // what was injected
@@ -22,9 +31,9 @@ struct BundleEdit {
 // Throws Error naming the device, spec or file; config.json is then untouched
 // and nothing is left in the state dir. A container with GPU limits gets its
 // state dir (<state-dir>/containers/<container_id>) with the limits file,
-// usage region and preload file, and their mounts (see sharing.hpp).
-BundleEdit prepare_bundle(const std::string &bundle_dir, const std::string &container_id, const Config &config,
-                          const std::string &config_file);
+// preload list and region socket, their mounts (see sharing.hpp), and its
+// monitor (sharing/monitor.hpp).
+BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const std::string &config_file);
 
 // Adds gpuslice-hook for createRuntime and poststop with an explicit minimal
 // environment: never the container's, whatever the runtime and stage would

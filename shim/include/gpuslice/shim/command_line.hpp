@@ -12,13 +12,20 @@ namespace gpuslice::shim {
 struct CommandLine {
   std::vector<std::string> args; // argv[1..], untouched
   std::string verb;              // "" when none was found (e.g. --version)
+  std::size_t verb_index = 0;    // index of the verb in args
   std::string bundle;            // create/run: --bundle/-b, else ""
-  std::string container_id;      // create/run: the positional argument
+  std::string pid_file;          // create/run: --pid-file, else ""
+  std::string container_id;      // create/run/delete: the positional argument
   std::string log_path;          // global --log
   std::string log_format;        // global --log-format (text or json)
 
-  // Only create and run edit the bundle; every other verb is a plain exec.
+  // Only create and run edit the bundle; delete cleans up after runc; every
+  // other verb is a plain exec.
   bool edits_bundle() const { return verb == "create" || verb == "run"; }
+  bool deletes() const { return verb == "delete"; }
+
+  // Adds "--pid-file=PATH" right after the verb.
+  void add_pid_file(const std::string &path);
 };
 
 // Never throws: an argument vector it does not understand is still passed on.

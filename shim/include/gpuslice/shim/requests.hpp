@@ -18,7 +18,6 @@ namespace gpuslice::shim {
 
 struct Requests {
   std::vector<std::string> devices; // qualified names, request order, no duplicates
-  bool removed_linux_devices = false; // the spec was changed (qualified names dropped)
   bool empty() const { return devices.empty(); }
 };
 

@@ -17,6 +17,10 @@ std::string find_runtime(const Config &config);
 // (throws Error).
 [[noreturn]] void exec_runtime(const std::string &runtime, const std::vector<std::string> &args);
 
+// Runs `runtime args...` as a child with our stdio and returns its exit
+// status (128 + signal when killed). Throws Error when it cannot start.
+int run_runtime(const std::string &runtime, const std::vector<std::string> &args);
+
 // A failed create must be visible to containerd, whose shim reads only the
 // runtime's --log file: one line in the format runc itself writes there
 // (JSON {"level","msg","time"} for --log-format json, logfmt otherwise).

@@ -7,11 +7,15 @@
 // from the container's env, so an existing gpushare device plugin works
 // unchanged. Never from anything else the container controls.
 //
-// Wiring: in the container's state dir on the host, a read-only limits file,
-// a writable usage region and an ld.so.preload (the interposer first, then
-// the image's own entries); mounted at /run/gpuslice/limits (ro),
-// /run/gpuslice/region (rw), /etc/ld.so.preload (ro), and the interposer
-// itself read-only at kInterposerContainerPath.
+// Wiring (docs/region.md): a tmpfs at /run/gpuslice holding, each a
+// read-only bind mount from the container's state dir on the host, the
+// limits file, the region socket (the container's monitor answers there with
+// the usage region) and the interposer; the node's activity table for the
+// burst policy; /etc/ld.so.preload (the interposer first, then the image's
+// own entries). In a writable root, /run and /etc are first bound onto
+// themselves, so that no process of the container can rename them (or
+// /run/gpuslice) away and start without the preload: a mount point cannot
+// be renamed.
 #pragma once
 
 #include "gpuslice/cdi/apply.hpp"
@@ -23,18 +27,34 @@
 
 namespace gpuslice::shim {
 
-inline constexpr const char *kInterposerContainerPath = "/usr/lib/gpuslice/libgpuslice-cuda.so";
+inline constexpr const char *kSharingDir = "/run/gpuslice";
+inline constexpr const char *kInterposerContainerPath = "/run/gpuslice/libgpuslice-cuda.so";
+inline constexpr const char *kActivityContainerPath = "/run/gpuslice/activity";
+inline constexpr const char *kRegionSocketName = "region.sock";
 
 // The container's limits, or nullopt when it has none (the GPU is then not
 // shared: no interposer is added). Throws Error naming the variable.
 std::optional<sharing::Limits> container_limits(const cdi::ContainerEdits &edits, const cdi::OciSpec &oci,
                                                 const Config &config);
 
-// Writes the limits file, region and preload file into `container_dir` and
-// adds their mounts to `oci`. `rootfs` is the container's root filesystem on
-// the host, read (never executed) for the image's own /etc/ld.so.preload.
-void wire_sharing(cdi::OciSpec &oci, const sharing::Limits &limits, const std::string &container_dir,
-                  const std::string &rootfs, const Config &config);
+// The files of the container's state dir, computed before anything is
+// written. Checks the image first: a symlink (or anything but a directory)
+// on /etc, /run or /run/gpuslice, or anything but a regular file at
+// /etc/ld.so.preload, is an error naming the path. `rootfs`: the
+// container's root on the host, read (never executed).
+struct SharingFiles {
+  std::string limits;  // the limits file
+  std::string preload; // /etc/ld.so.preload: the interposer, then the image's own entries
+  bool burst = false;  // the activity table is mounted
+};
+SharingFiles plan_sharing_files(const sharing::Limits &limits, const std::string &rootfs);
+
+// Adds the mounts to `oci`: sources in `container_dir` (the state dir on the
+// host), the interposer from the config, the activity table from the state
+// dir; pins (from `rootfs`, absolute) before the first mount inside them. Throws Error when the spec already
+// mounts something where gpuslice's files go.
+void add_sharing_mounts(cdi::OciSpec &oci, const SharingFiles &files, const std::string &container_dir,
+                        const std::string &rootfs, const Config &config);
 
 // The merged preload file: the interposer, then the image's entries (NUL
 // bytes and over-long files refused).

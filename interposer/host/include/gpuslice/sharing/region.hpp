@@ -1,7 +1,14 @@
 // Host side of the shared usage region (layout in gpuslice/region.h and
 // docs/region.md): create it for a container, read it without trusting it,
 // and drop the usage of processes that died.
+//
+// The region is a sealed memfd: nothing on any filesystem names it, it can
+// neither shrink under a mapping nor grow, and it lives exactly as long as
+// the monitor holding it and the processes mapping it. The monitor hands it
+// to each process of the container over the region socket.
 #pragma once
+
+#include "gpuslice/common/fd.hpp"
 
 #include <array>
 #include <cstdint>
@@ -10,16 +17,15 @@
 
 namespace gpuslice::sharing {
 
-// Creates (or re-initialises when invalid) the region file, mode 0666 so that
-// any user inside the container can map it. Throws Error naming the path.
-void create_region(const std::string &path);
-
-// Creates the node-wide activity file of the burst policy when missing.
-void create_activity_file(const std::string &path);
+// A fresh region (header written, counters zero), sealed against resizing.
+// Throws Error.
+UniqueFd create_region();
 
 struct DeviceUsage {
   std::array<uint8_t, 16> uuid{};
-  uint64_t used = 0; // bytes, all live and dead-but-unreclaimed slots
+  uint64_t uuid_lo = 0, uuid_hi = 0; // as stored (a zero half is stored as 1)
+  uint64_t used = 0;                 // bytes, live and dead-but-unreclaimed slots
+  uint64_t busy_until = 0;           // burst: CLOCK_MONOTONIC ns, as the tenant wrote it
 };
 
 struct RegionUsage {
@@ -27,11 +33,14 @@ struct RegionUsage {
   unsigned slots_in_use = 0; // slots with any usage
 };
 
-// Reads a copy of the region with read(2) (a tenant can truncate it under a
-// mapping) and validates it; throws Error when it is not a valid region.
-RegionUsage read_region(const std::string &path);
+// Reads a copy of the region with pread and validates it (the tenant writes
+// it); throws Error when it is not a valid region.
+RegionUsage read_region(int region_fd);
 
 // Drops the usage of slots whose owner is dead; returns how many it dropped.
-unsigned reclaim_dead_slots(const std::string &path);
+unsigned reclaim_dead_slots(int region_fd);
+
+// The container's id in the activity table (GS_CONTAINER_ID of the region).
+uint64_t container_id(int region_fd);
 
 } // namespace gpuslice::sharing

@@ -1,0 +1,51 @@
+// The monitor of one container (or of one `gpuslice exec`): a small process
+// on the host, detached from whoever started it, that lives as long as the
+// container and
+//  - holds the container's usage region and hands it to each of the
+//    container's processes that connects to the region socket (a descriptor
+//    of its own per process: slot locks belong to open file descriptions);
+//  - for the burst policy, copies the container's "busy until" from the
+//    region into the node's activity table every few milliseconds;
+//  - when the container's init exits (or its creation failed), runs the
+//    cleanup it was given and exits.
+// It is the beginning of gpuslice-shim (docs/region.md).
+#pragma once
+
+#include "gpuslice/common/fd.hpp"
+
+#include <functional>
+#include <string>
+
+namespace gpuslice::sharing {
+
+struct MonitorSetup {
+  UniqueFd listener;       // the region socket, listening
+  UniqueFd region;         // the sealed region (create_region)
+  UniqueFd activity_table; // burst: open_activity_table(), else empty
+  // The process to outlive first: `gpuslice-runtime create` (then runc,
+  // same pid), or the program of `gpuslice exec`.
+  UniqueFd watched;
+  // When set, the container's init pid is read from here once `watched`
+  // ended (runc writes it at create): the monitor then lives as long as that
+  // process. No file, or no such process: the container is gone.
+  std::string pid_file;
+  std::string name = "gpuslice-shim"; // process name (comm)
+  std::function<void()> cleanup;      // on exit, whatever the reason
+};
+
+// A pidfd for `pid` (pidfd_open); throws Error.
+UniqueFd open_pidfd(int pid);
+
+// Listens on a new Unix socket at dir_fd/name (mode 0666: any user of the
+// container connects; the directory keeps host users out). Throws Error.
+UniqueFd listen_region_socket(int dir_fd, const std::string &name, const std::string &shown);
+
+// Starts the monitor as a grandchild in its own session, stdio on /dev/null,
+// no descriptor but its own; returns once it is on its way. The descriptors
+// in `setup` are closed in the caller. Throws Error when it cannot fork.
+void spawn_monitor(MonitorSetup setup);
+
+// The monitor's loop, in the calling process; returns when it is done.
+void run_monitor(MonitorSetup &setup);
+
+} // namespace gpuslice::sharing

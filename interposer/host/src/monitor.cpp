@@ -1,0 +1,238 @@
+#include "gpuslice/sharing/monitor.hpp"
+
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fs.hpp"
+#include "gpuslice/sharing/activity.hpp"
+#include "gpuslice/sharing/region.hpp"
+
+extern "C" {
+#include "gpuslice/region.h"
+}
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstring>
+#include <ctime>
+#include <optional>
+#include <vector>
+
+namespace gpuslice::sharing {
+
+namespace {
+
+// How often a burst container's "busy until" reaches the table; readers
+// hold a container busy for 100 ms after its last launch (throttle.c).
+constexpr long kPublishPeriodNs = 20'000'000;
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// One descriptor per connection, each a new open file description of the
+// region (reopened through /proc): the processes' slot locks must not be
+// one shared lock.
+void hand_region(int listener, int region) {
+  UniqueFd conn(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+  if (!conn)
+    return;
+  UniqueFd own(::open(("/proc/self/fd/" + std::to_string(region)).c_str(), O_RDWR | O_CLOEXEC));
+  if (!own)
+    return; // the process sees no region and refuses its allocations
+  char byte = 'R';
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr *c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  const int fd = own.get();
+  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  (void)!::sendmsg(conn.get(), &msg, MSG_NOSIGNAL);
+}
+
+std::optional<int> read_pid_file(const std::string &path) {
+  try {
+    std::string text = fs::read_file(path, 64);
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
+      text.pop_back();
+    int pid = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
+    if (ec != std::errc() || p != text.data() + text.size() || pid <= 0)
+      return std::nullopt;
+    return pid;
+  } catch (const Error &) {
+    return std::nullopt;
+  }
+}
+
+void publish_activity(ActivityPublisher &publisher, int region) {
+  try {
+    const uint64_t now = monotonic_ns(), hold = 100'000'000;
+    for (const auto &d : read_region(region).devices) {
+      // What the tenant wrote: never further ahead than a real launch would say.
+      const uint64_t until = d.busy_until > now + hold ? now + hold : d.busy_until;
+      if (until > now)
+        publisher.publish(d.uuid_lo, d.uuid_hi, until);
+    }
+  } catch (const Error &) {
+    // an overwritten header: nothing to publish, the container's own
+    // processes refuse their allocations
+  }
+}
+
+// Descriptors of this process, other than `keep`.
+void close_other_fds(const std::vector<int> &keep) {
+  std::vector<int> open_fds;
+  if (DIR *d = ::opendir("/proc/self/fd")) {
+    const int own = ::dirfd(d);
+    while (const dirent *e = ::readdir(d)) {
+      int fd = -1;
+      auto [p, ec] = std::from_chars(e->d_name, e->d_name + std::strlen(e->d_name), fd);
+      if (ec == std::errc() && fd != own)
+        open_fds.push_back(fd);
+    }
+    ::closedir(d);
+  }
+  for (int fd : open_fds)
+    if (std::find(keep.begin(), keep.end(), fd) == keep.end())
+      ::close(fd);
+}
+
+void become_daemon(const MonitorSetup &setup) {
+  ::setsid();
+  (void)!::chdir("/");
+  ::umask(022);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int s = 1; s < NSIG; s++)
+    if (s != SIGKILL && s != SIGSTOP)
+      ::signal(s, SIG_DFL);
+  ::signal(SIGPIPE, SIG_IGN);
+  int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  for (int i = 0; i < 3; i++)
+    if (null_fd >= 0)
+      ::dup2(null_fd, i);
+  close_other_fds({0, 1, 2, setup.listener.get(), setup.region.get(), setup.activity_table.get(), setup.watched.get()});
+  ::prctl(PR_SET_NAME, setup.name.c_str(), 0, 0, 0);
+}
+
+} // namespace
+
+UniqueFd open_pidfd(int pid) {
+  UniqueFd fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (!fd)
+    throw system_error("cannot watch process " + std::to_string(pid) + " (pidfd_open)");
+  ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC);
+  return fd;
+}
+
+UniqueFd listen_region_socket(int dir_fd, const std::string &name, const std::string &shown) {
+  UniqueFd sock(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!sock)
+    throw system_error("cannot create the region socket");
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  // Through the directory's descriptor: short whatever the state dir's path.
+  const std::string path = "/proc/self/fd/" + std::to_string(dir_fd) + "/" + name;
+  if (path.size() >= sizeof addr.sun_path)
+    throw Error("region socket name " + quote(name) + " is too long");
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  ::unlinkat(dir_fd, name.c_str(), 0); // a socket left by a dead monitor of this very container
+  if (::bind(sock.get(), reinterpret_cast<sockaddr *>(&addr), sizeof addr) != 0)
+    throw system_error("cannot bind the region socket " + quote(shown));
+  if (::fchmodat(dir_fd, name.c_str(), 0666, 0) != 0)
+    throw system_error("cannot open the region socket " + quote(shown) + " to the container's users");
+  if (::listen(sock.get(), SOMAXCONN) != 0)
+    throw system_error("cannot listen on the region socket " + quote(shown));
+  return sock;
+}
+
+void run_monitor(MonitorSetup &setup) {
+  std::optional<ActivityPublisher> publisher;
+  UniqueFd timer;
+  if (setup.activity_table) {
+    publisher.emplace(std::move(setup.activity_table), container_id(setup.region.get()));
+    timer.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+    itimerspec period{{0, kPublishPeriodNs}, {0, kPublishPeriodNs}};
+    if (timer)
+      ::timerfd_settime(timer.get(), 0, &period, nullptr);
+  }
+  bool watching_init = false;
+  for (;;) {
+    pollfd fds[3] = {{setup.listener.get(), POLLIN, 0}, {setup.watched.get(), POLLIN, 0}, {timer.get(), POLLIN, 0}};
+    if (::poll(fds, timer ? 3 : 2, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      break;
+    }
+    if (fds[0].revents & POLLIN)
+      hand_region(setup.listener.get(), setup.region.get());
+    if (timer && (fds[2].revents & POLLIN)) {
+      uint64_t ticks;
+      (void)!::read(timer.get(), &ticks, sizeof ticks);
+      publish_activity(*publisher, setup.region.get());
+    }
+    if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+      if (watching_init || setup.pid_file.empty())
+        break; // the container (or the program) ended
+      // `create` is over: the container's init, or nothing to watch.
+      auto pid = read_pid_file(setup.pid_file);
+      if (!pid)
+        break;
+      try {
+        setup.watched = open_pidfd(*pid);
+      } catch (const Error &) {
+        break; // already gone
+      }
+      watching_init = true;
+    }
+  }
+  if (publisher)
+    publisher->clear();
+  if (setup.cleanup)
+    setup.cleanup();
+}
+
+void spawn_monitor(MonitorSetup setup) {
+  const pid_t child = ::fork();
+  if (child < 0)
+    throw system_error("cannot start the container's monitor (fork)");
+  if (child == 0) {
+    // The child only forks the monitor and exits, so that the monitor is
+    // nobody's child (a program that waits for any child must not reap it).
+    const pid_t monitor = ::fork();
+    if (monitor == 0) {
+      become_daemon(setup);
+      run_monitor(setup);
+      ::_exit(0);
+    }
+    ::_exit(monitor < 0 ? 1 : 0);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw Error("cannot start the container's monitor (second fork failed)");
+}
+
+} // namespace gpuslice::sharing

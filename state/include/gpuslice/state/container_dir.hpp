@@ -1,0 +1,75 @@
+// The per-container state directory on the host,
+// <state-dir>/containers/<id>/ (root, 0700, parents 0700): what belongs to
+// one container while it lives (its limits file, preload list, region
+// socket). One owner for the runtime, the hook, the monitor and the CLI.
+//
+// Each directory says whose it is: `creator` (the process creating the
+// container: gpuslice-runtime, then runc with the same pid) and, once the
+// container runs, `init` (its init process), each as "PID STARTTIME" so that
+// a reused pid is not taken for the same process. A directory whose recorded
+// process is gone belongs to no runtime any more ("stale") and is collected
+// by the next create; a live one is never reused: a second create with a
+// running container's id is refused instead of resetting its state.
+#pragma once
+
+#include "gpuslice/common/fd.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpuslice::state {
+
+// A container id usable as one path component: [A-Za-z0-9_.-], not "." or
+// "..", at most 255 bytes. (containerd and runc ids already satisfy this.)
+bool is_safe_container_id(std::string_view id);
+
+struct ContainerDir {
+  std::string path;
+  UniqueFd fd; // O_DIRECTORY, opened without following links
+};
+
+// A process as recorded: pid and start time (clock ticks since boot, field
+// 22 of /proc/PID/stat).
+struct ProcessId {
+  int pid = 0;
+  uint64_t start_time = 0;
+  bool operator==(const ProcessId &) const = default;
+};
+std::optional<ProcessId> process_id(int pid); // nullopt: no such process
+bool process_alive(const ProcessId &p);
+
+// Creates <state_dir>/containers/<id>/ with `creator` set to the calling
+// process, atomically (built under a temporary name, renamed into place
+// without replacing anything). A stale directory of the same id is
+// collected first; a live one is an error naming the id. Throws Error.
+ContainerDir create_container_dir(const std::string &state_dir, const std::string &id);
+
+// Opens the directory (creating it, as above, when missing) and records
+// `init`. A directory whose recorded init is another live process is an
+// error (the id is in use). Throws Error.
+ContainerDir record_init(const std::string &state_dir, const std::string &id, int init_pid);
+
+// Whether <state_dir>/containers/<id> exists (a symlink there does not count).
+bool container_dir_exists(const std::string &state_dir, const std::string &id);
+
+// Removes it with everything inside, without following symlinks; a missing
+// directory is fine. With `created_by`, only a directory that this process
+// created (a later container may have reused the id). Throws Error.
+void remove_container_dir(const std::string &state_dir, const std::string &id,
+                          const std::optional<ProcessId> &created_by = std::nullopt);
+
+// Removes the directory only when its recorded process is gone (`delete`:
+// the id may be a live container's of another runtime root). True when it
+// is gone.
+bool remove_if_stale(const std::string &state_dir, const std::string &id);
+
+// Removes every directory (and leftover temporary) whose recorded process is
+// gone; returns the ids removed. Errors on one entry do not stop the others.
+std::vector<std::string> collect_stale(const std::string &state_dir);
+
+// Removes what is inside the directory `dir_fd`, without following links.
+void remove_contents(int dir_fd, const std::string &shown);
+
+} // namespace gpuslice::state

@@ -1,0 +1,323 @@
+#include "gpuslice/state/container_dir.hpp"
+
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/strings.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+
+namespace gpuslice::state {
+
+namespace {
+
+constexpr const char *kCreator = "creator";
+constexpr const char *kInit = "init";
+constexpr std::string_view kTempPrefix = ".new-";
+
+void check_id(const std::string &id) {
+  if (!is_safe_container_id(id))
+    throw Error("container id " + quote(id) + " is not a safe path component");
+}
+
+UniqueFd open_dir_at(int parent, const std::string &name) {
+  return UniqueFd(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+}
+
+// Opens (creating when missing) directory `name` under `parent` without
+// following a symlink; a directory that is not root's 0700 is made so.
+UniqueFd open_or_make_dir(int parent, const std::string &name, const std::string &shown) {
+  if (::mkdirat(parent, name.c_str(), 0700) != 0 && errno != EEXIST)
+    throw system_error("cannot create " + quote(shown));
+  UniqueFd fd = open_dir_at(parent, name);
+  if (!fd)
+    throw system_error("cannot open " + quote(shown));
+  return fd;
+}
+
+void secure(int fd, const std::string &shown) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    throw system_error("cannot stat " + quote(shown));
+  if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0)
+    if (::fchown(fd, ::geteuid(), ::getegid()) != 0 || ::fchmod(fd, 0700) != 0)
+      throw system_error("cannot secure " + quote(shown));
+}
+
+// <state_dir>/containers, created with its parents (the state dir itself is
+// root's configuration).
+UniqueFd open_containers(const std::string &state_dir, bool create) {
+  if (!fs::is_absolute(state_dir))
+    throw Error("state dir " + quote(state_dir) + " is not absolute");
+  const std::string cleaned = fs::clean_path(state_dir) + "/containers";
+  if (!create) {
+    UniqueFd fd(::open(cleaned.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd && errno != ENOENT)
+      throw system_error("cannot open " + quote(cleaned));
+    return fd;
+  }
+  UniqueFd cur(::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  std::string prefix;
+  const auto parts = split(cleaned, '/', EmptyParts::skip);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    prefix += "/" + parts[i];
+    cur = open_or_make_dir(cur.get(), parts[i], prefix);
+    if (i + 2 == parts.size())
+      secure(cur.get(), prefix); // the state dir: root's alone, whoever made it
+  }
+  secure(cur.get(), prefix);
+  return cur;
+}
+
+std::string format(const ProcessId &p) { return std::to_string(p.pid) + " " + std::to_string(p.start_time) + "\n"; }
+
+std::optional<ProcessId> read_record(int dir_fd, const char *name) {
+  UniqueFd fd(::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!fd)
+    return std::nullopt;
+  char buf[64];
+  ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
+  if (n <= 0)
+    return std::nullopt;
+  buf[n] = 0;
+  ProcessId p;
+  unsigned long long st = 0;
+  if (std::sscanf(buf, "%d %llu", &p.pid, &st) != 2 || p.pid <= 0)
+    return std::nullopt;
+  p.start_time = st;
+  return p;
+}
+
+void write_record(int dir_fd, const char *name, const ProcessId &p, const std::string &shown) {
+  const std::string tmp = std::string(".") + name + ".tmp";
+  UniqueFd fd(::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  const std::string text = format(p);
+  if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    throw system_error("cannot write " + quote(shown + "/" + name));
+  fd.reset();
+  if (::renameat(dir_fd, tmp.c_str(), dir_fd, name) != 0)
+    throw system_error("cannot write " + quote(shown + "/" + name));
+}
+
+// Live: its init (once recorded), else its creator, still runs. A
+// directory without either record is some other program's: left alone.
+bool is_live(int dir_fd) {
+  if (auto init = read_record(dir_fd, kInit))
+    return process_alive(*init);
+  if (auto creator = read_record(dir_fd, kCreator))
+    return process_alive(*creator);
+  return true;
+}
+
+void remove_dir_at(int parent, const std::string &name, const std::string &shown) {
+  UniqueFd dir = open_dir_at(parent, name);
+  if (!dir) {
+    if (errno == ENOENT)
+      return;
+    throw system_error("cannot open " + quote(shown));
+  }
+  remove_contents(dir.get(), shown);
+  if (::unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT)
+    throw system_error("cannot remove " + quote(shown));
+}
+
+// A temporary of create_container_dir: ".new-<pid>-<id>".
+std::optional<int> temp_owner(std::string_view name) {
+  if (name.substr(0, kTempPrefix.size()) != kTempPrefix)
+    return std::nullopt;
+  name.remove_prefix(kTempPrefix.size());
+  int pid = 0;
+  auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
+  if (ec != std::errc() || p == name.data() + name.size() || *p != '-')
+    return std::nullopt;
+  return pid;
+}
+
+} // namespace
+
+bool is_safe_container_id(std::string_view id) {
+  if (id.empty() || id.size() > 255 || id == "." || id == ".." || id.front() == '.')
+    return false;
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                    c == '-';
+    if (!ok)
+      return false;
+  }
+  return true;
+}
+
+std::optional<ProcessId> process_id(int pid) {
+  if (pid <= 0)
+    return std::nullopt;
+  std::string stat;
+  try {
+    stat = fs::read_file("/proc/" + std::to_string(pid) + "/stat", 4096);
+  } catch (const Error &) {
+    return std::nullopt;
+  }
+  // "PID (COMM) STATE PPID ...": COMM may hold anything, ')' included, so
+  // fields are counted from the last ')'.
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos)
+    return std::nullopt;
+  std::vector<std::string> fields = split(std::string_view(stat).substr(close + 1), ' ', EmptyParts::skip);
+  // fields[0] is field 3 (state); the start time is field 22.
+  if (fields.size() < 20 || fields[0] == "Z" || fields[0] == "X")
+    return std::nullopt; // a zombie has ended
+  ProcessId p{pid, 0};
+  std::from_chars(fields[19].data(), fields[19].data() + fields[19].size(), p.start_time);
+  return p;
+}
+
+bool process_alive(const ProcessId &p) {
+  auto now = process_id(p.pid);
+  return now && now->start_time == p.start_time;
+}
+
+ContainerDir create_container_dir(const std::string &state_dir, const std::string &id) {
+  check_id(id);
+  UniqueFd containers = open_containers(state_dir, true);
+  const std::string path = fs::clean_path(state_dir) + "/containers/" + id;
+  if (UniqueFd existing = open_dir_at(containers.get(), id)) {
+    if (is_live(existing.get()))
+      throw Error("container id " + quote(id) + " is already in use (state " + quote(path) +
+                  "): a second container cannot take it over");
+    remove_dir_at(containers.get(), id, path);
+  } else if (errno != ENOENT) {
+    throw system_error("cannot open " + quote(path));
+  }
+  const auto me = process_id(static_cast<int>(::getpid()));
+  if (!me)
+    throw Error("cannot read this process's start time from /proc");
+  const std::string temp = std::string(kTempPrefix) + std::to_string(me->pid) + "-" + id;
+  remove_dir_at(containers.get(), temp, path); // our own leftover (pid reuse)
+  UniqueFd dir = open_or_make_dir(containers.get(), temp, path);
+  secure(dir.get(), path);
+  try {
+    write_record(dir.get(), kCreator, *me, path);
+    if (::syscall(SYS_renameat2, containers.get(), temp.c_str(), containers.get(), id.c_str(), RENAME_NOREPLACE) != 0)
+      throw errno == EEXIST ? Error("container id " + quote(id) + " is already in use (state " + quote(path) + ")")
+                            : system_error("cannot create " + quote(path));
+  } catch (...) {
+    remove_dir_at(containers.get(), temp, path);
+    throw;
+  }
+  return {path, std::move(dir)};
+}
+
+ContainerDir record_init(const std::string &state_dir, const std::string &id, int init_pid) {
+  check_id(id);
+  const std::string path = fs::clean_path(state_dir) + "/containers/" + id;
+  UniqueFd containers = open_containers(state_dir, true);
+  UniqueFd dir = open_dir_at(containers.get(), id);
+  if (!dir) {
+    if (errno != ENOENT)
+      throw system_error("cannot open " + quote(path));
+    ContainerDir created = create_container_dir(state_dir, id);
+    dir = std::move(created.fd);
+  }
+  const auto init = process_id(init_pid);
+  if (!init)
+    throw Error("container " + quote(id) + ": init process " + std::to_string(init_pid) + " is not running");
+  if (auto recorded = read_record(dir.get(), kInit); recorded && !(*recorded == *init) && process_alive(*recorded))
+    throw Error("container id " + quote(id) + " is already in use by init process " + std::to_string(recorded->pid));
+  write_record(dir.get(), kInit, *init, path);
+  return {path, std::move(dir)};
+}
+
+bool container_dir_exists(const std::string &state_dir, const std::string &id) {
+  if (!is_safe_container_id(id) || !fs::is_absolute(state_dir))
+    return false;
+  struct stat st {};
+  return ::lstat((fs::clean_path(state_dir) + "/containers/" + id).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void remove_container_dir(const std::string &state_dir, const std::string &id,
+                          const std::optional<ProcessId> &created_by) {
+  check_id(id);
+  UniqueFd containers = open_containers(state_dir, false);
+  if (!containers)
+    return;
+  if (created_by) {
+    UniqueFd dir = open_dir_at(containers.get(), id);
+    if (!dir || read_record(dir.get(), kCreator) != created_by)
+      return;
+  }
+  remove_dir_at(containers.get(), id, fs::clean_path(state_dir) + "/containers/" + id);
+}
+
+bool remove_if_stale(const std::string &state_dir, const std::string &id) {
+  check_id(id);
+  UniqueFd containers = open_containers(state_dir, false);
+  if (!containers)
+    return true;
+  UniqueFd dir = open_dir_at(containers.get(), id);
+  if (!dir)
+    return errno == ENOENT;
+  if (is_live(dir.get()))
+    return false;
+  remove_dir_at(containers.get(), id, fs::clean_path(state_dir) + "/containers/" + id);
+  return true;
+}
+
+std::vector<std::string> collect_stale(const std::string &state_dir) {
+  std::vector<std::string> removed;
+  UniqueFd containers = open_containers(state_dir, false);
+  if (!containers)
+    return removed;
+  std::vector<std::string> names;
+  if (DIR *d = ::fdopendir(::dup(containers.get()))) {
+    while (const dirent *e = ::readdir(d))
+      if (std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..")
+        names.emplace_back(e->d_name);
+    ::closedir(d);
+  }
+  const std::string base = fs::clean_path(state_dir) + "/containers/";
+  for (const auto &name : names) {
+    try {
+      if (auto pid = temp_owner(name)) {
+        if (!process_id(*pid)) // its creator died before renaming it into place
+          remove_dir_at(containers.get(), name, base + name);
+        continue;
+      }
+      if (!is_safe_container_id(name))
+        continue;
+      UniqueFd dir = open_dir_at(containers.get(), name);
+      if (!dir || is_live(dir.get()))
+        continue;
+      remove_dir_at(containers.get(), name, base + name);
+      removed.push_back(name);
+    } catch (const Error &) {
+      // one unreadable entry must not stop the others (nor the create)
+    }
+  }
+  return removed;
+}
+
+void remove_contents(int dir_fd, const std::string &shown) {
+  std::vector<std::string> names;
+  if (DIR *d = ::fdopendir(::dup(dir_fd))) {
+    while (const dirent *e = ::readdir(d))
+      if (std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..")
+        names.emplace_back(e->d_name);
+    ::closedir(d);
+  } else {
+    throw system_error("cannot read " + quote(shown));
+  }
+  for (const auto &name : names) {
+    if (::unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT)
+      continue;
+    if (errno != EISDIR)
+      throw system_error("cannot remove " + quote(shown + "/" + name));
+    remove_dir_at(dir_fd, name, shown + "/" + name);
+  }
+}
+
+} // namespace gpuslice::state

@@ -1,0 +1,133 @@
+/* A tenant that attacks its own limit without a bypass tool (issue 7, hole 3).
+ * Run under `gpuslice exec --memory-limit 256Mi`; each mode must end with
+ * the limit still held:
+ *   hostile_test zero-magic  zeroes the region's magic, then 4 new processes
+ *                            ask for 200 MiB each: all refused (fail closed)
+ *   hostile_test header      a process holds 200 MiB; the whole header is
+ *                            zeroed; a process already running and a new one
+ *                            ask for 200 MiB: both refused
+ *   hostile_test devices     the 16 device entries are filled with made-up
+ *                            UUIDs: a new process's 200 MiB is refused
+ *   hostile_test dlvsym      the real dlsym fetched with dlvsym(...,"GLIBC_2.34")
+ *                            then 512 MiB from it: refused
+ *   hostile_test dlmopen     a library in a new namespace (ns_alloc) asks for
+ *                            512 MiB straight from its own driver: refused
+ * The region comes from the monitor's socket, as any tenant process can get it.
+ */
+#define _GNU_SOURCE
+#include "gpuslice/cuda_api.h"
+#include "gpuslice/region.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CHECK_PROGRAM "hostile_test"
+#include "check.h"
+
+#define MIB (1ull << 20)
+
+static struct gs_region *tenant_map_region(void) {
+  const char *path = getenv(GS_ENV_REGION);
+  if (!path) path = GS_DEFAULT_REGION_SOCKET;
+  int s = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un a;
+  memset(&a, 0, sizeof a);
+  a.sun_family = AF_UNIX;
+  strncpy(a.sun_path, path, sizeof a.sun_path - 1);
+  if (connect(s, (struct sockaddr *)&a, sizeof a) != 0) return NULL;
+  char byte, control[CMSG_SPACE(sizeof(int))];
+  struct iovec iov = {&byte, 1};
+  struct msghdr msg;
+  memset(&msg, 0, sizeof msg);
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  if (recvmsg(s, &msg, 0) <= 0 || !CMSG_FIRSTHDR(&msg)) return NULL;
+  int fd;
+  memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof fd);
+  close(s);
+  void *m = mmap(NULL, GS_REGION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  return m == MAP_FAILED ? NULL : m;
+}
+
+static CUresult alloc_in_context(unsigned long long size) {
+  CUcontext ctx;
+  CUdeviceptr p;
+  if (cuInit(0) || cuDevicePrimaryCtxRetain(&ctx, 0) || cuCtxSetCurrent(ctx)) return CUDA_ERROR_NOT_INITIALIZED;
+  return cuMemAlloc_v2(&p, size);
+}
+
+/* A new process (fork + exec of this program) asking for `mib`; its result. */
+static int child_alloc(const char *self, unsigned mib) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    char arg[32];
+    snprintf(arg, sizeof arg, "%u", mib);
+    execl(self, self, "alloc", arg, (char *)NULL);
+    _exit(127);
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 255;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return fprintf(stderr, "usage: hostile_test MODE\n"), 2;
+  const char *mode = argv[1];
+  if (!strcmp(mode, "alloc")) { /* child: 0 granted, 1 refused, 2 other */
+    CUresult r = alloc_in_context(strtoull(argv[2], NULL, 10) * MIB);
+    return r == CUDA_SUCCESS ? 0 : r == CUDA_ERROR_OUT_OF_MEMORY ? 1 : 2;
+  }
+
+  if (!strcmp(mode, "zero-magic")) {
+    struct gs_region *r = tenant_map_region();
+    CHECK(r != NULL, "no region from the monitor");
+    if (r) r->magic = 0;
+    for (int i = 0; i < 4; i++) CHECK(child_alloc(argv[0], 200) == 1, "process %d got 200 MiB past a zeroed magic", i);
+  } else if (!strcmp(mode, "header")) {
+    CHECK(alloc_in_context(200 * MIB) == CUDA_SUCCESS, "the first 200 MiB");
+    struct gs_region *r = tenant_map_region();
+    CHECK(r != NULL, "no region from the monitor");
+    if (r) memset(r, 0, offsetof(struct gs_region, devices));
+    CUdeviceptr p;
+    CHECK(cuMemAlloc_v2(&p, 200 * MIB) == CUDA_ERROR_OUT_OF_MEMORY, "200 MiB more after the header was zeroed");
+    CHECK(child_alloc(argv[0], 200) == 1, "a new process got 200 MiB after the header was zeroed");
+  } else if (!strcmp(mode, "devices")) {
+    struct gs_region *r = tenant_map_region();
+    CHECK(r != NULL, "no region from the monitor");
+    for (unsigned i = 0; r && i < GS_MAX_DEVICES; i++) r->devices[i].uuid_lo = r->devices[i].uuid_hi = 0x4242 + i;
+    CHECK(child_alloc(argv[0], 200) == 1, "a new process got 200 MiB with every device entry taken");
+  } else if (!strcmp(mode, "dlvsym")) {
+    void *(*real_dlsym)(void *, const char *) = (void *(*)(void *, const char *))dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_2.34");
+    CHECK(real_dlsym != NULL, "no dlsym@GLIBC_2.34");
+    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    CUresult (*init)(unsigned) = real_dlsym ? (CUresult(*)(unsigned))real_dlsym(h, "cuInit") : NULL;
+    CUresult (*retain)(CUcontext *, CUdevice) =
+        real_dlsym ? (CUresult(*)(CUcontext *, CUdevice))real_dlsym(h, "cuDevicePrimaryCtxRetain") : NULL;
+    CUresult (*set)(CUcontext) = real_dlsym ? (CUresult(*)(CUcontext))real_dlsym(h, "cuCtxSetCurrent") : NULL;
+    CUresult (*alloc)(CUdeviceptr *, size_t) =
+        real_dlsym ? (CUresult(*)(CUdeviceptr *, size_t))real_dlsym(h, "cuMemAlloc_v2") : NULL;
+    CUcontext ctx;
+    CUdeviceptr p;
+    CHECK(alloc && !init(0) && !retain(&ctx, 0) && !set(ctx), "no driver through the real dlsym");
+    if (alloc) CHECK(alloc(&p, 512 * MIB) == CUDA_ERROR_OUT_OF_MEMORY, "512 MiB through dlsym fetched by dlvsym");
+  } else if (!strcmp(mode, "dlmopen")) {
+    void *h = dlmopen(LM_ID_NEWLM, argc > 2 ? argv[2] : "libns_alloc.so", RTLD_NOW);
+    CHECK(h != NULL, "dlmopen: %s", dlerror());
+    int (*ns_alloc)(unsigned long long) = h ? (int (*)(unsigned long long))dlsym(h, "ns_alloc") : NULL;
+    CHECK(ns_alloc != NULL, "no ns_alloc");
+    if (ns_alloc) CHECK(ns_alloc(512 * MIB) == CUDA_ERROR_OUT_OF_MEMORY, "512 MiB from a library in a new namespace");
+  } else {
+    return fprintf(stderr, "hostile_test: unknown mode %s\n", mode), 2;
+  }
+  if (!failures) printf("hostile_test %s: the limit held\n", mode);
+  return failures ? 1 : 0;
+}

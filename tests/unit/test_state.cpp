@@ -1,0 +1,143 @@
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fs.hpp"
+#include "gpuslice/state/container_dir.hpp"
+
+#include "tempdir.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <functional>
+
+using namespace gpuslice;
+using namespace gpuslice::state;
+using gpuslice::testing::TempDir;
+
+namespace {
+
+// Runs fn in a child process that then exits: what it records names a dead process.
+void in_dead_process(const std::function<void()> &fn) {
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    try {
+      fn();
+    } catch (...) {
+      ::_exit(1);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+}
+
+bool exists(const std::string &p) { return ::access(p.c_str(), F_OK) == 0; }
+
+} // namespace
+
+TEST_CASE("state dir: 0700 down from the state dir, records its creator, removed without following links",
+          "[state]") {
+  TempDir t;
+  const std::string state = t / "run/gpuslice";
+  auto dir = create_container_dir(state, "c1");
+  CHECK(dir.path == state + "/containers/c1");
+  for (const std::string &p : {state, state + "/containers", dir.path}) {
+    struct stat st {};
+    REQUIRE(::stat(p.c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0700);
+  }
+  auto me = process_id(static_cast<int>(::getpid()));
+  REQUIRE(me);
+  CHECK(fs::read_file(dir.path + "/creator") == std::to_string(me->pid) + " " + std::to_string(me->start_time) + "\n");
+  CHECK(process_alive(*me));
+
+  t.write("outside/keep", "keep");
+  t.write("run/gpuslice/containers/c1/sub/file", "y");
+  REQUIRE(::symlink((t / "outside").c_str(), (dir.path + "/link").c_str()) == 0);
+  remove_container_dir(state, "c1");
+  CHECK_FALSE(exists(dir.path));
+  CHECK(fs::read_file(t / "outside/keep") == "keep");
+  remove_container_dir(state, "c1"); // again: fine
+  remove_container_dir(t / "never", "c1");
+
+  REQUIRE(::symlink((t / "outside").c_str(), (state + "/containers/c2").c_str()) == 0);
+  CHECK_THROWS_AS(create_container_dir(state, "c2"), Error);
+  CHECK(fs::read_file(t / "outside/keep") == "keep");
+  CHECK_THROWS_AS(create_container_dir(state, "../x"), Error);
+  CHECK_THROWS_AS(create_container_dir(state, ".new-1-x"), Error); // the temporaries' names
+  CHECK_THROWS_AS(create_container_dir("relative", "x"), Error);
+}
+
+TEST_CASE("state dir: a live container's id is refused, a stale one is taken over", "[state]") {
+  TempDir t;
+  const std::string state = t / "state";
+  auto live = create_container_dir(state, "live");
+  t.write("state/containers/live/limits", "mine");
+  CHECK_THROWS_WITH(create_container_dir(state, "live"), Catch::Contains("\"live\" is already in use"));
+  CHECK(fs::read_file(t / "state/containers/live/limits") == "mine"); // not reset
+
+  in_dead_process([&] { create_container_dir(state, "stale"); });
+  t.write("state/containers/stale/limits", "old");
+  auto again = create_container_dir(state, "stale");
+  CHECK_FALSE(exists(again.path + "/limits"));
+}
+
+TEST_CASE("state dir: init recorded by the hook decides liveness; remove only what we created", "[state]") {
+  TempDir t;
+  const std::string state = t / "state";
+  // Created by a process that is gone, but its init (us) runs: live.
+  in_dead_process([&] { create_container_dir(state, "c"); });
+  record_init(state, "c", static_cast<int>(::getpid()));
+  CHECK(collect_stale(state).empty());
+  CHECK_THROWS_WITH(create_container_dir(state, "c"), Catch::Contains("already in use"));
+  // A hook run again for the same init is fine; another live init is not.
+  CHECK_NOTHROW(record_init(state, "c", static_cast<int>(::getpid())));
+  CHECK_THROWS_WITH(record_init(state, "c", static_cast<int>(::getppid())), Catch::Contains("already in use"));
+  // Missing (hook-only containers): created.
+  CHECK_NOTHROW(record_init(state, "fresh", static_cast<int>(::getpid())));
+  CHECK(exists(state + "/containers/fresh/init"));
+  CHECK_THROWS_WITH(record_init(state, "x", 0), Catch::Contains("not running"));
+
+  // A monitor removes the directory only while it is still its container's.
+  auto mine = create_container_dir(state, "mine");
+  auto me = process_id(static_cast<int>(::getpid()));
+  remove_container_dir(state, "mine", ProcessId{me->pid, me->start_time + 1});
+  CHECK(exists(mine.path));
+  remove_container_dir(state, "mine", me);
+  CHECK_FALSE(exists(mine.path));
+}
+
+TEST_CASE("state dir: collect_stale removes what no runtime knows, temporaries included", "[state]") {
+  TempDir t;
+  const std::string state = t / "state";
+  auto live = create_container_dir(state, "live");
+  in_dead_process([&] { create_container_dir(state, "gone1"); });
+  in_dead_process([&] {
+    auto d = create_container_dir(state, "gone2");
+    ::mkdir((d.path + "/nested").c_str(), 0700);
+  });
+  // A create killed between mkdir and rename leaves a temporary.
+  pid_t dead = 0;
+  in_dead_process([&] {});
+  {
+    pid_t p = ::fork();
+    if (p == 0)
+      ::_exit(0);
+    ::waitpid(p, nullptr, 0);
+    dead = p;
+  }
+  ::mkdir((state + "/containers/.new-" + std::to_string(dead) + "-x").c_str(), 0700);
+  t.write("state/containers/not-ours/file", "x"); // no record: some other program's, left alone
+  auto removed = collect_stale(state);
+  std::sort(removed.begin(), removed.end());
+  CHECK(removed == std::vector<std::string>{"gone1", "gone2"});
+  CHECK(exists(live.path));
+  CHECK(exists(state + "/containers/not-ours/file"));
+  CHECK_FALSE(exists(state + "/containers/.new-" + std::to_string(dead) + "-x"));
+  CHECK(collect_stale(t / "nothing-here").empty());
+}

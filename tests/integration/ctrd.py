@@ -71,9 +71,10 @@ def _layer_tar(rootfs: Path) -> bytes:
     return buf.getvalue()
 
 
-def write_oci_archive(rootfs: Path, dest: Path, name: str = IMAGE) -> Path:
+def write_oci_archive(rootfs: Path, dest: Path, name: str = IMAGE, cmd: list[str] | None = None) -> Path:
     """An OCI image layout (oci-layout, index.json, blobs/sha256/...) of a
-    one-layer image of `rootfs`, as a tar stream `ctr images import` reads."""
+    one-layer image of `rootfs`, as a tar stream `ctr images import` reads;
+    `cmd` is the image's default command (`sh`)."""
     blobs: dict[str, bytes] = {}
     layer = _layer_tar(rootfs)
     layer_desc = _blob(blobs, layer, "application/vnd.oci.image.layer.v1.tar")
@@ -81,7 +82,7 @@ def write_oci_archive(rootfs: Path, dest: Path, name: str = IMAGE) -> Path:
         "architecture": _goarch(),
         "os": "linux",
         "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
-                   "Cmd": ["sh"], "WorkingDir": "/"},
+                   "Cmd": cmd or ["sh"], "WorkingDir": "/"},
         "rootfs": {"type": "layers", "diff_ids": [layer_desc["digest"]]},
         "history": [{"created_by": "gpuslice tests: busybox-static rootfs"}],
     }
@@ -112,7 +113,11 @@ def write_oci_archive(rootfs: Path, dest: Path, name: str = IMAGE) -> Path:
 
 
 class Containerd:
-    def __init__(self, base: Path, containerd: str, ctr: str, env: dict | None = None):
+    """A private containerd. With `cri_config` (TOML for the CRI plugin's
+    table, appended), the CRI plugin is on and the image namespace is
+    kubelet's (k8s.io)."""
+
+    def __init__(self, base: Path, containerd: str, ctr: str, env: dict | None = None, cri_config: str = ""):
         self.base = base
         self.bin = containerd
         self.ctr_bin = ctr
@@ -122,6 +127,8 @@ class Containerd:
         self.fifo_dir = base / "fifo"
         self.log = base / "containerd.log"
         self.env = dict(os.environ if env is None else env)
+        self.cri_config = cri_config
+        self.namespace = "k8s.io" if cri_config else NAMESPACE
         self.proc: subprocess.Popen | None = None
 
     def write_config(self) -> None:
@@ -131,7 +138,7 @@ class Containerd:
             "version = 2",
             f"root = {q(str(self.base / 'root'))}",
             f"state = {q(str(self.base / 'state'))}",
-            f"disabled_plugins = {json.dumps(DISABLED_PLUGINS)}",
+            f"disabled_plugins = {json.dumps([p for p in DISABLED_PLUGINS if not (self.cri_config and 'cri' in p)])}",
             "",
             "[grpc]",
             f"  address = {q(str(self.socket))}",
@@ -143,10 +150,14 @@ class Containerd:
             "[metrics]",
             '  address = ""',
             "",
+            self.cri_config,
         ]))
 
-    def start(self, timeout: float = 30) -> None:
-        self.write_config()
+    def start(self, timeout: float = 30, write: bool = True) -> None:
+        """Starts containerd (writing its config first unless `write` is
+        False: the caller wrote it and changed it)."""
+        if write:
+            self.write_config()
         for d in (self.runc_root, self.fifo_dir):
             d.mkdir(parents=True, exist_ok=True)
         logf = open(self.log, "ab")
@@ -175,7 +186,7 @@ class Containerd:
             return ""
 
     def ctr(self, *args: str, check: bool = True, timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
-        argv = [self.ctr_bin, "--address", str(self.socket), "--namespace", NAMESPACE, *args]
+        argv = [self.ctr_bin, "--address", str(self.socket), "--namespace", self.namespace, *args]
         p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
                            env=env or self.env)
         if check and p.returncode != 0:
@@ -183,13 +194,13 @@ class Containerd:
                                f"containerd log:\n{self.log_tail(2000)}")
         return p
 
-    def import_busybox(self, rootfs: Path) -> str:
-        archive = write_oci_archive(rootfs, self.base / "busybox-oci.tar")
+    def import_busybox(self, rootfs: Path, name: str = IMAGE, cmd: list[str] | None = None) -> str:
+        archive = write_oci_archive(rootfs, self.base / (name.replace("/", "_") + ".tar"), name, cmd)
         self.ctr("images", "import", str(archive))
         names = self.ctr("images", "list", "--quiet").stdout.split()
-        if IMAGE not in names:
-            raise RuntimeError(f"{IMAGE} not imported; images: {names}")
-        return IMAGE
+        if name not in names:
+            raise RuntimeError(f"{name} not imported; images: {names}")
+        return name
 
     def run(self, cid: str, args: list[str], runc_binary: str | None = None, annotations: dict | None = None,
             extra: list[str] = (), check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:

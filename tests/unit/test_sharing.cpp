@@ -125,6 +125,11 @@ TEST_CASE("the limits file round-trips and is read-only", "[sharing]") {
   CHECK_THROWS_AS(render_limits(bad), Error);
 }
 
+// docs/region.md gives these offsets: a layout change must change the doc
+// (and GS_REGION_VERSION).
+static_assert(offsetof(gs_region, devices) == 128 && offsetof(gs_region, slots) == 1152 &&
+              offsetof(gs_region, used) == 3200 && sizeof(gs_region) == 35968 && GS_REGION_VERSION == 2);
+
 TEST_CASE("a new region is a sealed memfd, valid and empty", "[sharing]") {
   gpuslice::UniqueFd r = create_region();
   struct stat st {};

@@ -1,0 +1,266 @@
+"""gpuslice driven the way kubelet drives it: a private containerd 1.6 with
+the CRI plugin on, registered with `gpuslice configure containerd`, and CRI v1
+calls over gRPC (pods, containers with DRA-style and device-plugin-style CDI
+annotations, ExecSync, UpdateContainerResources, teardown). Host-network pods
+need no CNI; the fake GPU is the one of ocitest.FakeGpu plus a slice with a
+memory limit.
+
+The pod-annotation attack of issue 7: a pod's own metadata annotations are
+written by its author; a handler that passed them (`pod_annotations`, as
+gpuslice before 0.2 wrote) handed any pod any CDI device. The handler
+`configure` writes passes container annotations only; the handler `podann`,
+written by hand with pod_annotations, shows the test can tell.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import ocitest
+from conftest import gpuslice_hook_path, gpuslice_path, tool, write_gpuslice_config
+
+PAUSE_IMAGE = "localhost/gpuslice-test/pause:latest"
+BUSYBOX = "localhost/gpuslice-test/busybox:latest"
+DRA_KEY = "cdi.k8s.io/gpu.example.com_claim-7f3c9a"        # DRA: <driver>_<claim uid>
+PLUGIN_KEY = "cdi.k8s.io/nvidia-device-plugin_GPU-0f3e"  # device plugin: <plugin>_<device id>
+SLICE_KIND = "gpuslice.test/slice"
+
+pytestmark = [pytest.mark.gpuslice, pytest.mark.containerd]
+
+
+def built(var: str) -> str:
+    path = os.environ.get(var, "")
+    if not path or not os.path.exists(path):
+        pytest.fail(f"{var} is not set to a built file (ctest sets it); got {path!r}", pytrace=False)
+    return os.path.abspath(path)
+
+
+def cri_config(base: Path, runtime: str) -> str:
+    q = json.dumps
+    p = '[plugins."io.containerd.grpc.v1.cri"'
+    return "\n".join([
+        f"{p}]",
+        f"  sandbox_image = {q(PAUSE_IMAGE)}",
+        "  restrict_oom_score_adj = true",  # root may lack CAP_SYS_RESOURCE here
+        "  disable_apparmor = true",
+        '  stream_server_address = "127.0.0.1"',
+        '  stream_server_port = "0"',
+        f"{p}.cni]",
+        f"  bin_dir = {q(str(base / 'cni-bin'))}",
+        f"  conf_dir = {q(str(base / 'cni-conf'))}",
+        f"{p}.containerd]",
+        '  snapshotter = "overlayfs"',
+        '  default_runtime_name = "runc"',
+        f"{p}.containerd.runtimes.runc]",
+        '  runtime_type = "io.containerd.runc.v2"',
+        f"{p}.containerd.runtimes.runc.options]",
+        f"  Root = {q(str(base / 'runc'))}",
+        # the old, unsafe registration: pod annotations passed too
+        f"{p}.containerd.runtimes.podann]",
+        '  runtime_type = "io.containerd.runc.v2"',
+        '  pod_annotations = ["cdi.k8s.io/*"]',
+        '  container_annotations = ["cdi.k8s.io/*"]',
+        f"{p}.containerd.runtimes.podann.options]",
+        f"  Root = {q(str(base / 'runc'))}",
+        f"  BinaryName = {q(runtime)}",
+        "",
+    ])
+
+
+class Node:
+    def __init__(self, base: Path, d, cri, gpu: ocitest.FakeGpu, state: Path, logs: Path):
+        self.base, self.containerd, self.cri, self.gpu, self.state, self.logs = base, d, cri, gpu, state, logs
+        self._ids = itertools.count()
+
+    def name(self, prefix: str) -> str:
+        return f"{prefix}-{os.getpid()}-{next(self._ids)}"
+
+    def task_dir(self, cid: str) -> Path:
+        return self.containerd.base / "state" / "io.containerd.runtime.v2.task" / "k8s.io" / cid
+
+    def bundle_config(self, cid: str) -> dict:
+        return json.loads((self.task_dir(cid) / "config.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def node(request, session_tmp, busybox_rootfs, host_cgroups):
+    import cri_client
+    import ctrd
+    runtime = gpuslice_path(request.config)
+    hook = gpuslice_hook_path(request.config)
+    base = session_tmp / "cri"
+    base.mkdir()
+    gpu = ocitest.FakeGpu(base / "fake-gpu")
+    # a slice of GPU 0 with a memory limit, as a sharing-aware DRA driver writes it
+    (gpu.spec_dir / "slices.json").write_text(json.dumps({
+        "cdiVersion": "0.6.0", "kind": SLICE_KIND,
+        "devices": [{"name": "limited", "containerEdits": {
+            "env": ["GPUSLICE_MEMORY_LIMIT=256Mi"],
+            "deviceNodes": [{"path": "/dev/nvidia0", "hostPath": str(gpu.dev_dir / "nvidia0")}]}}]}))
+    state, logs = base / "gpuslice-state", base / "gpuslice-log"
+    conf = write_gpuslice_config(base / "gpuslice.toml", [gpu.spec_dir], tool("runc"), hook, state, logs)
+    conf.write_text(conf.read_text().replace(
+        "[runtime]\n", f'[runtime]\ninterposer-path = "{built("GPUSLICE_INTERPOSER")}"\n', 1))
+    env = dict(os.environ, GPUSLICE_CONFIG=str(conf))
+    d = ctrd.Containerd(base / "containerd", tool("containerd"), tool("ctr"), env=env,
+                        cri_config=cri_config(base, runtime))
+    d.write_config()
+    # Registered the way an operator does it.
+    p = subprocess.run([built("GPUSLICE_CLI"), "configure", "containerd", "--config", str(d.config),
+                        "--runtime-path", runtime], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    client = None
+    try:
+        d.start(write=False)
+        d.import_busybox(busybox_rootfs, PAUSE_IMAGE, ["sleep", "1000000"])
+        d.import_busybox(busybox_rootfs, BUSYBOX)
+        client = cri_client.Cri(d.socket, base / "cri-gen")
+        yield Node(base, d, client, gpu, state, logs)
+    finally:
+        if client:
+            client.close()
+        d.stop()
+
+
+class Pod:
+    """A pod and its containers, removed at exit whatever happened."""
+
+    def __init__(self, node: Node, handler: str = "gpuslice", annotations: dict | None = None):
+        self.node = node
+        self.name = node.name("pod")
+        log_dir = node.base / "pod-logs" / self.name
+        log_dir.mkdir(parents=True)
+        self.config = node.cri.sandbox_config(self.name, self.name + "-uid", log_dir, annotations,
+                                              cgroup_parent=f"/gpuslice-cri-{os.getpid()}")
+        self.id = node.cri.run_pod(self.config, handler)
+        self.containers: list[str] = []
+
+    def container(self, annotations: dict | None = None, start: bool = True, args: list[str] | None = None) -> str:
+        cid = self.node.cri.create_container(self.id, self.config, self.node.name("ctr"), BUSYBOX,
+                                             args or ["sleep", "1000000"], annotations)
+        self.containers.append(cid)
+        if start:
+            self.node.cri.start(cid)
+        return cid
+
+    def sh(self, cid: str, script: str) -> str:
+        rc, out, err = self.node.cri.exec_sync(cid, ["sh", "-c", script])
+        assert rc == 0, (rc, out, err)
+        return out
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for cid in self.containers:
+            try:
+                self.node.cri.remove_container(cid)
+            except Exception:  # noqa: BLE001 - teardown goes on
+                pass
+        self.node.cri.remove_pod(self.id)
+
+
+def init_env(pod: Pod, cid: str) -> str:
+    return pod.sh(cid, "tr '\\0' '\\n' < /proc/1/environ")
+
+
+# What a container has of the fake GPU: nodes, whether the device cgroup
+# lets an open through (ENXIO: yes, no driver behind; EPERM: no), the mount.
+GPU_PROBE = ("for n in 0 1; do test -c /dev/nvidia$n && echo has-nvidia$n; "
+             "  cat /dev/nvidia$n 2>&1 | grep -q 'No such device or address' && echo opens-nvidia$n; done; "
+             f"cat {ocitest.FakeGpu.MOUNT_DEST}/{ocitest.FakeGpu.MOUNT_FILE} 2>/dev/null; true")
+
+
+def test_cri_version(node):
+    v = node.cri.version()
+    assert v.runtime_name == "containerd" and v.runtime_api_version.startswith("v1"), v
+
+
+def test_dra_and_device_plugin_containers_get_their_devices(node):
+    with Pod(node) as pod:
+        dra = pod.container({DRA_KEY: "nvidia.com/gpu=0"})
+        plugin = pod.container({PLUGIN_KEY: "nvidia.com/gpu=1"})
+        plain = pod.container()
+
+        out = pod.sh(dra, GPU_PROBE)
+        assert out.split() == ["has-nvidia0", "opens-nvidia0", *ocitest.FakeGpu.MOUNT_CONTENT.split()], out
+        assert "GPUSLICE_FAKE_GPU0=present" in init_env(pod, dra)
+
+        out = pod.sh(plugin, GPU_PROBE)
+        assert out.split() == ["has-nvidia1", "opens-nvidia1", *ocitest.FakeGpu.MOUNT_CONTENT.split()], out
+        assert "GPUSLICE_FAKE_GPU1=present" in init_env(pod, plugin)
+
+        out = pod.sh(plain, GPU_PROBE)
+        assert out.split() == [], out
+        assert "GPUSLICE_FAKE" not in init_env(pod, plain)
+
+        # The pause container went through gpuslice-runtime (the handler's
+        # binary) and was not touched: no hook, no device.
+        assert gpuslice_path_in_options(node, pod.id)
+        pause = node.bundle_config(pod.id)
+        assert "gpuslice-hook" not in json.dumps(pause) and "/dev/nvidia" not in json.dumps(pause)
+        assert "gpuslice-hook" in json.dumps(node.bundle_config(dra))
+
+
+def gpuslice_path_in_options(node: Node, cid: str) -> bool:
+    options = node.task_dir(cid) / "options.json"
+    return options.exists() and "gpuslice-runtime" in options.read_text()
+
+
+def test_update_container_resources_keeps_device_access(node):
+    with Pod(node) as pod:
+        cid = pod.container({DRA_KEY: "nvidia.com/gpu=0"})
+        before = pod.sh(cid, GPU_PROBE).split()
+        node.cri.update_resources(cid, cpu_shares=512)
+        after = pod.sh(cid, GPU_PROBE).split()
+        assert "opens-nvidia0" in before and after == before, (before, after)
+
+
+def test_unknown_device_fails_create_and_names_it(node):
+    import grpc
+    with Pod(node) as pod:
+        with pytest.raises(grpc.RpcError) as err:
+            pod.container({DRA_KEY: "nvidia.com/gpu=9"})
+        assert "nvidia.com/gpu=9" in err.value.details(), err.value.details()
+        assert not (node.state / "containers").exists() or not any((node.state / "containers").iterdir())
+
+
+def test_limits_through_cri_and_teardown_leaves_nothing(node):
+    with Pod(node) as pod:
+        cid = pod.container({DRA_KEY: f"{SLICE_KIND}=limited"})
+        out = pod.sh(cid, "cat /etc/ld.so.preload; ls /run/gpuslice; cat /run/gpuslice/limits")
+        assert "/run/gpuslice/libgpuslice-cuda.so" in out and "region.sock" in out, out
+        assert "memory 268435456" in out, out
+        assert (node.state / "containers" / cid / "limits").exists()
+    # Teardown (StopContainer, RemoveContainer, StopPodSandbox, RemovePodSandbox)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any((node.state / "containers").iterdir()):
+        time.sleep(0.05)
+    assert list((node.state / "containers").iterdir()) == []
+
+
+def test_pod_annotation_gives_no_device(node):
+    """A pod author's own `cdi.k8s.io/` annotation reaches neither the pause
+    container nor the pod's containers."""
+    with Pod(node, annotations={"cdi.k8s.io/x": "nvidia.com/gpu=0"}) as pod:
+        cid = pod.container()
+        assert pod.sh(cid, GPU_PROBE).split() == []
+        assert "GPUSLICE_FAKE" not in init_env(pod, cid)
+        for c in (pod.id, cid):
+            config = json.dumps(node.bundle_config(c))
+            assert "/dev/nvidia0" not in config and "gpuslice-hook" not in config
+
+
+def test_pod_annotation_control_with_an_unsafe_handler(node):
+    """The same attack against a handler registered with pod_annotations
+    (what gpuslice before 0.2 wrote): the pod gets the GPU. This is what the
+    test above would see if `configure` still passed pod annotations."""
+    with Pod(node, handler="podann", annotations={"cdi.k8s.io/x": "nvidia.com/gpu=0"}) as pod:
+        cid = pod.container()
+        assert "opens-nvidia0" in pod.sh(cid, GPU_PROBE).split()

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUSLICE_WERROR="${GPUSLICE_WERROR:-OFF}"
 cmake --build build -j"$(nproc)"
 cd build
 ctest --output-on-failure "$@"

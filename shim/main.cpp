@@ -1,7 +1,7 @@
 // gpuslice-runtime: an OCI runtime command line in front of runc or crun.
 // `create` and `run` get the container's CDI devices applied to the bundle;
 // `delete` of a container that has gpuslice state runs runc and then removes
-// that state; every other verb (and a container that asks for no device) is
+// that state; `exec` gets the container's CDI env; every other verb (and a container that asks for no device) is
 // an exec of the low-level runtime with the arguments untouched.
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
@@ -9,6 +9,7 @@
 #include "gpuslice/common/log.hpp"
 #include "gpuslice/shim/bundle.hpp"
 #include "gpuslice/shim/command_line.hpp"
+#include "gpuslice/shim/exec_env.hpp"
 #include "gpuslice/shim/runtime.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
@@ -73,6 +74,14 @@ int main(int argc, char **argv) {
       return status;
     } catch (const Error &e) {
       return fail(cl, config, "cannot delete container " + quote(cl.container_id) + ": " + e.message());
+    }
+  }
+
+  if (!cl.process_file.empty() && !cl.container_id.empty()) {
+    try {
+      shim::add_cdi_env(cl.process_file, config.state_dir, cl.container_id);
+    } catch (const Error &e) {
+      return fail(cl, config, "cannot exec in container " + quote(cl.container_id) + ": " + e.message());
     }
   }
 

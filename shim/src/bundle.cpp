@@ -7,6 +7,7 @@
 #include "gpuslice/sharing/activity.hpp"
 #include "gpuslice/sharing/monitor.hpp"
 #include "gpuslice/sharing/region.hpp"
+#include "gpuslice/shim/exec_env.hpp"
 #include "gpuslice/shim/requests.hpp"
 #include "gpuslice/shim/sharing.hpp"
 #include "gpuslice/state/container_dir.hpp"
@@ -64,48 +65,38 @@ void write_in(int dir_fd, const char *name, const std::string &text, mode_t mode
     throw system_error("cannot write " + quote(shown + "/" + name));
 }
 
-// Everything a container with limits gets on the host: its state dir with
-// the limits file, preload list and region socket, the region itself, and
-// its monitor. Returns the state dir's path. On failure nothing is left
-// (the state dir is removed; a monitor already started cleans up when this
-// process ends without a container).
-std::string set_up_sharing(cdi::OciSpec &oci, const sharing::Limits &limits, const std::string &rootfs,
-                           CreateRequest &request, const Config &config) {
+// Everything a container with limits gets on the host besides its state
+// dir: the limits file, preload list and region socket in it, the region
+// itself, and its monitor. On failure the caller removes the state dir (a
+// monitor already started cleans up when this process ends without a
+// container).
+void set_up_sharing(cdi::OciSpec &oci, const sharing::Limits &limits, const std::string &rootfs,
+                    const state::ContainerDir &dir, CreateRequest &request, const Config &config) {
   const SharingFiles files = plan_sharing_files(limits, rootfs);
-  // What no runtime knows any more (a create killed half-way, a container
-  // whose poststop never ran) goes first, so a stale id does not block this one.
-  state::collect_stale(config.state_dir);
-  state::ContainerDir dir = state::create_container_dir(config.state_dir, request.container_id);
-  try {
-    write_in(dir.fd.get(), "limits", files.limits, 0444, dir.path);
-    write_in(dir.fd.get(), "ld.so.preload", files.preload, 0444, dir.path);
-    add_sharing_mounts(oci, files, dir.path, rootfs, config);
+  write_in(dir.fd.get(), "limits", files.limits, 0444, dir.path);
+  write_in(dir.fd.get(), "ld.so.preload", files.preload, 0444, dir.path);
+  add_sharing_mounts(oci, files, dir.path, rootfs, config);
 
-    sharing::MonitorSetup monitor;
-    monitor.region = sharing::create_region();
-    monitor.listener = sharing::listen_region_socket(dir.fd.get(), kRegionSocketName, dir.path + "/" + kRegionSocketName);
-    if (files.burst)
-      monitor.activity_table = sharing::open_activity_table(fs::clean_path(config.state_dir) + "/activity");
-    // This process becomes runc (exec): once it exits, `create` is over
-    // and runc has written the init's pid.
-    monitor.watched = sharing::open_pidfd(static_cast<int>(::getpid()));
-    if (request.pid_file.empty())
-      request.pid_file = dir.path + "/" + kInitPidFile;
-    monitor.pid_file = fs::absolute(request.pid_file);
-    const auto creator = state::process_id(static_cast<int>(::getpid()));
-    monitor.cleanup = [state_dir = config.state_dir, id = request.container_id, creator] {
-      try {
-        state::remove_container_dir(state_dir, id, creator);
-      } catch (const Error &) {
-        // the poststop hook or the next create removes it
-      }
-    };
-    sharing::spawn_monitor(std::move(monitor));
-  } catch (...) {
-    state::remove_container_dir(config.state_dir, request.container_id);
-    throw;
-  }
-  return dir.path;
+  sharing::MonitorSetup monitor;
+  monitor.region = sharing::create_region();
+  monitor.listener = sharing::listen_region_socket(dir.fd.get(), kRegionSocketName, dir.path + "/" + kRegionSocketName);
+  if (files.burst)
+    monitor.activity_table = sharing::open_activity_table(fs::clean_path(config.state_dir) + "/activity");
+  // This process becomes runc (exec): once it exits, `create` is over and
+  // runc has written the init's pid.
+  monitor.watched = sharing::open_pidfd(static_cast<int>(::getpid()));
+  if (request.pid_file.empty())
+    request.pid_file = dir.path + "/" + kInitPidFile;
+  monitor.pid_file = fs::absolute(request.pid_file);
+  const auto creator = state::process_id(static_cast<int>(::getpid()));
+  monitor.cleanup = [state_dir = config.state_dir, id = request.container_id, creator] {
+    try {
+      state::remove_container_dir(state_dir, id, creator);
+    } catch (const Error &) {
+      // the poststop hook or the next create removes it
+    }
+  };
+  sharing::spawn_monitor(std::move(monitor));
 }
 
 } // namespace
@@ -134,12 +125,18 @@ BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const st
   cdi::OciSpec edited = oci;
   cdi::apply_edits(edited, edits);
   add_gpuslice_hooks(edited, config, config_file);
-  std::string state_path;
-  if (limits) {
-    state_path = set_up_sharing(edited, *limits, rootfs_path(oci, bundle_dir), request, config);
-    edit.shared = true;
-  }
+  // Every GPU container gets its state dir: the CDI env for `exec`, and
+  // for one with limits everything sharing needs. What no runtime knows any
+  // more (a create killed half-way, a container whose poststop never ran)
+  // goes first, so that a stale id does not block this one.
+  state::collect_stale(config.state_dir);
+  state::ContainerDir dir = state::create_container_dir(config.state_dir, request.container_id);
   try {
+    record_cdi_env(dir.fd.get(), edits.env, dir.path);
+    if (limits) {
+      set_up_sharing(edited, *limits, rootfs_path(oci, bundle_dir), dir, request, config);
+      edit.shared = true;
+    }
     std::string text;
     try {
       text = edited.dump();
@@ -148,8 +145,7 @@ BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const st
     }
     with_context("OCI spec " + quote(path), [&] { fs::write_file_atomic(path, text, static_cast<mode_t>(-1), fs::Durability::atomic); });
   } catch (...) {
-    if (edit.shared)
-      state::remove_container_dir(config.state_dir, request.container_id);
+    state::remove_container_dir(config.state_dir, request.container_id);
     throw;
   }
   edit.written = true;

@@ -15,6 +15,11 @@ constexpr std::array<std::string_view, 8> kGlobalWithValue{"--root",     "--log"
 // create/run flags that take a value.
 constexpr std::array<std::string_view, 5> kCreateWithValue{"--bundle", "-b", "--console-socket", "--pid-file",
                                                            "--preserve-fds"};
+// exec flags that take a value (runc's and crun's).
+constexpr std::array<std::string_view, 18> kExecWithValue{
+    "--console-socket", "--cwd",    "--env",          "-e",           "--user",     "-u",
+    "--additional-gids", "-g",      "--process",      "-p",           "--process-label", "-l",
+    "--apparmor",       "--cap",    "-c",             "--preserve-fds", "--pid-file", "--cgroup"};
 
 template <std::size_t N> bool takes_value(std::string_view flag, const std::array<std::string_view, N> &list) {
   return std::find(list.begin(), list.end(), flag) != list.end();
@@ -58,7 +63,8 @@ CommandLine parse_command_line(int argc, const char *const *argv) {
         cl.log_format = fv->second;
     }
   }
-  if (!cl.edits_bundle() && !cl.deletes())
+  const bool exec = cl.verb == "exec";
+  if (!cl.edits_bundle() && !cl.deletes() && !exec)
     return cl;
   // The verb's flags and its positional container id.
   for (; i < cl.args.size(); ++i) {
@@ -70,6 +76,13 @@ CommandLine parse_command_line(int argc, const char *const *argv) {
     }
     if (arg.empty() || arg[0] != '-') {
       cl.container_id = arg;
+      if (exec)
+        break; // what follows is the command to run
+      continue;
+    }
+    if (exec) {
+      if (auto fv = flag_with_value(cl.args, i, kExecWithValue); fv && (fv->first == "--process" || fv->first == "-p"))
+        cl.process_file = fv->second;
       continue;
     }
     if (auto fv = flag_with_value(cl.args, i, kCreateWithValue)) {

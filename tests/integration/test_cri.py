@@ -191,6 +191,11 @@ def test_dra_and_device_plugin_containers_get_their_devices(node):
         out = pod.sh(dra, GPU_PROBE)
         assert out.split() == ["has-nvidia0", "opens-nvidia0", *ocitest.FakeGpu.MOUNT_CONTENT.split()], out
         assert "GPUSLICE_FAKE_GPU0=present" in init_env(pod, dra)
+        # An exec'd process (kubectl exec, probes) has the device's env too:
+        # containerd 1.6 builds it from the spec it stored, without the CDI
+        # edits; gpuslice-runtime adds what the request does not set.
+        exec_env = pod.sh(dra, "env").split()
+        assert "GPUSLICE_FAKE_GPU0=present" in exec_env and "GPUSLICE_FAKE_DRIVER=1" in exec_env, exec_env
 
         out = pod.sh(plugin, GPU_PROBE)
         assert out.split() == ["has-nvidia1", "opens-nvidia1", *ocitest.FakeGpu.MOUNT_CONTENT.split()], out
@@ -199,6 +204,7 @@ def test_dra_and_device_plugin_containers_get_their_devices(node):
         out = pod.sh(plain, GPU_PROBE)
         assert out.split() == [], out
         assert "GPUSLICE_FAKE" not in init_env(pod, plain)
+        assert "GPUSLICE_FAKE" not in pod.sh(plain, "env")
 
         # The pause container went through gpuslice-runtime (the handler's
         # binary) and was not touched: no hook, no device.

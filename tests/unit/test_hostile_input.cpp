@@ -86,6 +86,7 @@ TEST_CASE("prepare_bundle: a deeply nested config.json is an error, not a crash"
   t.write("cdi/gpu.yaml", "cdiVersion: 0.6.0\nkind: v.com/gpu\ndevices:\n  - name: \"0\"\n    containerEdits:\n      env: [G=0]\n");
   Config config;
   config.spec_dirs = {t / "cdi"};
+  config.state_dir = t / "state";
   const std::string deep = R"({"annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}, "x": )" + nested(50000) + "}";
   t.write("b/config.json", deep);
   CHECK_THROWS_WITH(prepare(t / "b", "c", config),

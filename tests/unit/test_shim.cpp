@@ -48,7 +48,23 @@ TEST_CASE("command line: global flags, verb, bundle and id as containerd passes 
   auto del = parse({"--root", "/r", "delete", "--force", "id3"});
   CHECK(del.verb == "delete");
   CHECK_FALSE(del.edits_bundle());
+  CHECK(del.deletes());
+  CHECK(del.container_id == "id3");
   CHECK(del.bundle.empty());
+
+  // containerd's exec: a process file, the id; a command after the id is the command's
+  auto ex = parse({"--root", "/r", "exec", "--process", "/tmp/p.json", "--detach", "--pid-file", "/p", "-e", "A=1", "id4"});
+  CHECK(ex.verb == "exec");
+  CHECK(ex.process_file == "/tmp/p.json");
+  CHECK(ex.container_id == "id4");
+  auto ex2 = parse({"exec", "-t", "id5", "sh", "-c", "--process=/not/this"});
+  CHECK(ex2.container_id == "id5");
+  CHECK(ex2.process_file.empty());
+
+  // a pid file added for the monitor goes right after the verb
+  auto cr = parse({"--root", "/r", "create", "--bundle", "/b", "id6"});
+  cr.add_pid_file("/s/init.pid");
+  CHECK(cr.args == std::vector<std::string>{"--root", "/r", "create", "--pid-file=/s/init.pid", "--bundle", "/b", "id6"});
 
   CHECK(parse({"--version"}).verb.empty());
   CHECK(parse({}).verb.empty());
@@ -110,6 +126,7 @@ TEST_CASE("prepare_bundle: nothing requested leaves config.json alone; failures 
   t.write("cdi/gpu.yaml", "cdiVersion: 0.6.0\nkind: v.com/gpu\ndevices:\n  - name: \"0\"\n    containerEdits:\n      env: [G=0]\n");
   Config config;
   config.spec_dirs = {t / "cdi"};
+  config.state_dir = t / "state";
   const std::string plain = R"({"process": {"env": []}, "annotations": {"other": "x"}})";
   t.write("b1/config.json", plain);
   ::chmod((t / "b1/config.json").c_str(), 0600);

@@ -1,5 +1,6 @@
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/shim/bundle.hpp"
+#include "gpuslice/shim/exec_env.hpp"
 #include "gpuslice/shim/sharing.hpp"
 
 #include "tempdir.hpp"
@@ -223,13 +224,34 @@ TEST_CASE("prepare_bundle: symlinks and wrong types on gpuslice's destinations a
   }
 }
 
-TEST_CASE("prepare_bundle: no state for a device without limits; a failure leaves none; unsafe ids refused",
+TEST_CASE("prepare_bundle: a device without limits gets only its CDI env recorded; a failure leaves nothing; unsafe ids "
+          "refused",
           "[shim][sharing]") {
   Node n;
   CHECK_FALSE(prepare(n.bundle("b2", "plain"), "ctr2", n.config).shared);
-  CHECK(::access((n.t / "state/containers/ctr2").c_str(), F_OK) != 0);
+  CHECK(fs::read_file(n.t / "state/containers/ctr2/cdi-env") == "[\"A=1\"]\n");
+  CHECK(::access((n.t / "state/containers/ctr2/limits").c_str(), F_OK) != 0);
+  CHECK(::access((n.t / "state/containers/ctr2/region.sock").c_str(), F_OK) != 0);
   n.t.write("b3/config.json", R"({"annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}})"); // no root.path
   CHECK_THROWS_WITH(prepare(n.t / "b3", "ctr3", n.config), Catch::Contains("root.path"));
   CHECK(::access((n.t / "state/containers/ctr3").c_str(), F_OK) != 0);
   CHECK_THROWS_AS(prepare(n.bundle("b4", "0"), "../escape", n.config), Error);
+}
+
+TEST_CASE("exec: the recorded CDI env is added where the process does not set it", "[shim][exec]") {
+  Node n;
+  REQUIRE_FALSE(prepare(n.bundle("b", "plain"), "ctr", n.config).shared);
+  n.t.write("process.json", R"({"args": ["sh"], "env": ["PATH=/bin", "A=mine"], "cwd": "/"})");
+  CHECK(add_cdi_env(n.t / "process.json", n.config.state_dir, "ctr") == 0); // A is the request's own
+  n.t.write("process.json", R"({"args": ["sh"], "env": ["PATH=/bin"], "cwd": "/"})");
+  CHECK(add_cdi_env(n.t / "process.json", n.config.state_dir, "ctr") == 1);
+  const auto p = cdi::OciSpec::parse(fs::read_file(n.t / "process.json"));
+  CHECK(p["env"] == cdi::OciSpec::parse(R"(["PATH=/bin", "A=1"])"));
+  CHECK(p["args"] == cdi::OciSpec::parse(R"(["sh"])"));
+  // no state: a container without devices, untouched
+  n.t.write("other.json", R"({"args": ["sh"]})");
+  CHECK(add_cdi_env(n.t / "other.json", n.config.state_dir, "no-such") == 0);
+  CHECK(fs::read_file(n.t / "other.json") == R"({"args": ["sh"]})");
+  n.t.write("bad.json", R"({"env": "x"})");
+  CHECK_THROWS_WITH(add_cdi_env(n.t / "bad.json", n.config.state_dir, "ctr"), Catch::Contains("\"env\" is not an array"));
 }

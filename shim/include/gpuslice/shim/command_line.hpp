@@ -15,12 +15,14 @@ struct CommandLine {
   std::size_t verb_index = 0;    // index of the verb in args
   std::string bundle;            // create/run: --bundle/-b, else ""
   std::string pid_file;          // create/run: --pid-file, else ""
-  std::string container_id;      // create/run/delete: the positional argument
+  std::string container_id;      // create/run/delete/exec: the positional argument
+  std::string process_file;      // exec: --process/-p, else ""
   std::string log_path;          // global --log
   std::string log_format;        // global --log-format (text or json)
 
-  // Only create and run edit the bundle; delete cleans up after runc; every
-  // other verb is a plain exec.
+  // Only create and run edit the bundle; delete cleans up after runc; exec
+  // gets the CDI env added to its process file; every other verb is a plain
+  // exec.
   bool edits_bundle() const { return verb == "create" || verb == "run"; }
   bool deletes() const { return verb == "delete"; }
 

@@ -23,5 +23,8 @@ int main(int argc, char **argv) {
   } catch (const gpuslice::Error &e) {
     std::cerr << "gpuslice: " << e.what() << "\n";
     return 1;
+  } catch (const std::exception &e) {
+    std::cerr << "gpuslice: internal error: " << e.what() << "\n";
+    return 1;
   }
 }

@@ -72,7 +72,8 @@ int main(int argc, char **argv) {
     }
     spdlog::shutdown();
     return 0;
-  } catch (const Error &e) {
+  } catch (const std::exception &e) {
+    // Error (a refusal) or anything else (a bug): one line, never an abort.
     std::fprintf(stderr, "gpuslice-hook %s: %s\n", stage.c_str(), e.what());
     spdlog::error("{}: {}", stage, e.what());
     return 1;

@@ -42,8 +42,7 @@ int fail(const shim::CommandLine &cl, const Config &config, const std::string &m
 
 } // namespace
 
-int main(int argc, char **argv) {
-  shim::CommandLine cl = shim::parse_command_line(argc, argv);
+int run(shim::CommandLine &cl) {
   const std::string config_file = config_path();
   Config config;
   try {
@@ -112,5 +111,15 @@ int main(int argc, char **argv) {
     shim::exec_runtime(runtime, cl.args);
   } catch (const Error &e) {
     return fail(cl, config, e.message());
+  }
+}
+
+int main(int argc, char **argv) {
+  shim::CommandLine cl = shim::parse_command_line(argc, argv);
+  try {
+    return run(cl);
+  } catch (const std::exception &e) {
+    // A bug, not a refusal: still one line where containerd shows it.
+    return fail(cl, Config{}, std::string("internal error: ") + e.what());
   }
 }

@@ -7,6 +7,7 @@
 #include "gpuslice/cdi/names.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/json_text.hpp"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -125,7 +126,8 @@ void apply_device_nodes(OciSpec &oci, const std::vector<DeviceNode> &nodes) {
       dev["gid"] = d.gid ? *d.gid : *gid;
     OciSpec &devices = array_at(linux_, "devices", "linux.devices");
     for (auto it = devices.begin(); it != devices.end(); ++it) {
-      if (it->is_object() && it->value("path", std::string()) == d.path) {
+      const auto where = "linux.devices[" + std::to_string(it - devices.begin()) + "].path";
+      if (string_member(*it, "path", where) == d.path) {
         devices.erase(it);
         break;
       }
@@ -164,7 +166,8 @@ void apply_mounts(OciSpec &oci, const std::vector<Mount> &mounts) {
   OciSpec &list = array_at(oci, "mounts", "mounts");
   for (const auto &m : mounts) {
     for (auto it = list.begin(); it != list.end(); ++it) {
-      if (it->is_object() && it->value("destination", std::string()) == m.container_path) {
+      const auto where = "mounts[" + std::to_string(it - list.begin()) + "].destination";
+      if (string_member(*it, "destination", where) == m.container_path) {
         list.erase(it);
         break;
       }

@@ -39,7 +39,7 @@ void add_gpuslice_hooks(cdi::OciSpec &oci, const Config &config, const std::stri
       list = cdi::OciSpec::array();
     bool present = false;
     for (const auto &h : list)
-      present = present || (h.is_object() && h.value("path", std::string()) == config.hook_path &&
+      present = present || (string_member(h, "path", std::string("hooks.") + stage + "[].path") == config.hook_path &&
                             h.contains("args") && h["args"] == hook["args"]);
     if (!present)
       list.push_back(std::move(hook));

@@ -3,6 +3,7 @@
 #include "gpuslice/cdi/annotations.hpp"
 #include "gpuslice/cdi/names.hpp"
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/json_text.hpp"
 #include "gpuslice/common/strings.hpp"
 
 #include <algorithm>
@@ -52,7 +53,8 @@ Requests collect_requests(cdi::OciSpec &oci, const Config &config) {
     if (auto devs = lx->find("devices"); devs != lx->end() && devs->is_array()) {
       auto &list = *devs;
       for (auto d = list.begin(); d != list.end();) {
-        const auto path = d->is_object() ? d->value("path", std::string()) : std::string();
+        const auto path =
+            string_member(*d, "path", "linux.devices[" + std::to_string(d - list.begin()) + "].path").value_or("");
         if (!path.empty() && path[0] != '/' && cdi::is_qualified_name(path)) {
           with_context("linux.devices entry " + quote(path), [&] { cdi::parse_qualified_name(path); });
           add(r, seen, path);

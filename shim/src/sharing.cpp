@@ -2,6 +2,7 @@
 
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/json_text.hpp"
 #include "gpuslice/common/rootfs.hpp"
 
 #include <algorithm>
@@ -131,7 +132,7 @@ bool mounted_under(const cdi::OciSpec &oci, std::string_view dir) {
 
 bool root_readonly(const cdi::OciSpec &oci) {
   auto root = oci.find("root");
-  return root != oci.end() && root->is_object() && root->value("readonly", false);
+  return root != oci.end() && bool_member(*root, "readonly", "root.readonly").value_or(false);
 }
 
 } // namespace

@@ -133,3 +133,32 @@ TEST_CASE("rootfs: an image file that is not regular is never opened for reading
   ::waitpid(writer, &status, 0);
   CHECK(done == 0); // still blocked: nobody opened the FIFO for reading
 }
+
+TEST_CASE("unexpected JSON types are errors naming the JSON path, never nlohmann exceptions", "[shim][hostile]") {
+  TempDir t;
+  t.write("cdi/gpu.yaml", "cdiVersion: 0.6.0\nkind: v.com/gpu\ndevices:\n  - name: \"0\"\n    containerEdits:\n"
+                          "      env: [G=0]\n      deviceNodes: [{path: /dev/null}]\n      mounts: [{hostPath: /tmp, containerPath: /m}]\n");
+  Config config;
+  config.spec_dirs = {t / "cdi"};
+  config.state_dir = t / "state";
+  const std::string ann = R"("annotations": {"cdi.k8s.io/x": "v.com/gpu=0"})";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"linux": {"devices": [{"path": 5}]}, )" + ann + "}", "linux.devices[0].path is not a string"},
+      {R"({"linux": {"devices": [{"path": "/dev/x"}, {"path": ["a"]}]}, )" + ann + "}",
+       "linux.devices[1].path is not a string"},
+      {R"({"mounts": [{"destination": false}], )" + ann + "}", "mounts[0].destination is not a string"},
+      {R"({"hooks": {"poststop": [{"path": 1}]}, )" + ann + "}", "hooks.poststop[].path is not a string"},
+  };
+  int i = 0;
+  for (const auto &[config_json, message] : cases) {
+    CAPTURE(config_json);
+    const std::string b = "b" + std::to_string(i++);
+    t.write(b + "/config.json", config_json);
+    try {
+      prepare(t / b, "c" + std::to_string(i), config);
+      FAIL("no error");
+    } catch (const Error &e) {
+      CHECK_THAT(e.message(), Catch::Contains(message));
+    }
+  }
+}

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -36,6 +37,34 @@ template <typename Json = nlohmann::json> Json parse_json(std::string_view text)
       what.erase(0, pos + 2);
     throw Error("invalid JSON: " + what);
   }
+}
+
+// Typed access to a member of a JSON object that someone else wrote: the
+// value, nullopt when the member is absent or null, and an Error naming
+// `where` (the member's JSON path, e.g. "linux.devices[2].path") when it is
+// of another type. nlohmann's own accessors throw type_error there, which
+// no caller expects.
+template <typename Json>
+std::optional<std::string> string_member(const Json &object, std::string_view key, std::string_view where) {
+  if (!object.is_object())
+    return std::nullopt;
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null())
+    return std::nullopt;
+  if (!it->is_string())
+    throw Error(std::string(where) + " is not a string");
+  return it->template get<std::string>();
+}
+
+template <typename Json> std::optional<bool> bool_member(const Json &object, std::string_view key, std::string_view where) {
+  if (!object.is_object())
+    return std::nullopt;
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null())
+    return std::nullopt;
+  if (!it->is_boolean())
+    throw Error(std::string(where) + " is not a boolean");
+  return it->template get<bool>();
 }
 
 } // namespace gpuslice

@@ -73,6 +73,8 @@ int run_validate(const CdiOptions &o) {
         s.path = f;
         for (const auto &p : cdi::validate_spec(s))
           report(f, p);
+        for (const auto &w : cdi::annotation_warnings(s))
+          std::cerr << f << ": warning: " << w << "\n";
       } catch (const Error &e) {
         report(f, e.message());
       }
@@ -82,6 +84,9 @@ int run_validate(const CdiOptions &o) {
     registry.reload();
     for (const auto &e : registry.errors())
       report(e.path, e.message);
+    for (const auto &spec : registry.specs())
+      for (const auto &w : cdi::annotation_warnings(*spec))
+        std::cerr << spec->path << ": warning: " << w << "\n";
     checked = registry.specs().size();
   }
   if (problems) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <set>
 
 namespace gpuslice::cdi {
@@ -85,13 +86,13 @@ std::string check_annotation_key(const std::string &key) {
   return {};
 }
 
+// Keys are only warned about (annotation_warnings): the reference library
+// checks them lowercased and engines use specs whatever their keys; only
+// the size is an error.
 void check_annotations(Problems &p, const Annotations &a, const std::string &at) {
   std::size_t total = 0;
-  for (const auto &[k, v] : a) {
-    if (auto r = check_annotation_key(k); !r.empty())
-      p.add(at + "annotations", r);
+  for (const auto &[k, v] : a)
     total += k.size() + v.size();
-  }
   if (total > 256 * 1024)
     p.add(at + "annotations", "annotations are larger than 256 KiB");
 }
@@ -149,18 +150,14 @@ void check_edits(Problems &p, const ContainerEdits &e, const std::string &at) {
   }
   if (e.intel_rdt) {
     const auto &c = e.intel_rdt->clos_id;
-    if (c == "." || c == ".." || c.find_first_of("/\n") != std::string::npos)
+    // "/" is runtime-spec 1.3's name for the default (root) CLOS.
+    if (c != "/" && (c == "." || c == ".." || c.find_first_of("/\n") != std::string::npos))
       p.add(at + ".intelRdt.closID", "invalid closID " + quote(c));
   }
 }
 
 } // namespace
 
-std::vector<std::string> validate_edits(const ContainerEdits &edits, const std::string &where) {
-  Problems p;
-  check_edits(p, edits, where);
-  return std::move(p.list);
-}
 
 std::vector<std::string> validate_spec(const Spec &spec) {
   Problems p;
@@ -204,6 +201,23 @@ std::vector<std::string> validate_spec(const Spec &spec) {
     check_edits(p, d.edits, at + ".containerEdits");
   }
   return std::move(p.list);
+}
+
+std::vector<std::string> annotation_warnings(const Spec &spec) {
+  std::vector<std::string> out;
+  auto check = [&](const Annotations &a, const std::string &at) {
+    for (const auto &[k, v] : a) {
+      std::string lower = k;
+      for (char &c : lower)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (auto r = check_annotation_key(lower); !r.empty())
+        out.push_back(at + "annotations: " + r + " (not Kubernetes-style; the spec is still used)");
+    }
+  };
+  check(spec.annotations, "");
+  for (std::size_t i = 0; i < spec.devices.size(); ++i)
+    check(spec.devices[i].annotations, "devices[" + std::to_string(i) + "].");
+  return out;
 }
 
 } // namespace gpuslice::cdi

@@ -245,3 +245,27 @@ TEST_CASE("a JSON number too large for any integer is a parse error, not a crash
   CHECK_THROWS_WITH(parse_spec(R"({"cdiVersion": "0.6.0", "kind": "a/b", "devices": [{"name": "x", "containerEdits": {"additionalGids": [4477000756e456014]}}]})"),
                     Catch::Contains("invalid JSON"));
 }
+
+TEST_CASE("compatible with the reference library v1.1.0: closID \"/\", any annotation key, no duplicate JSON keys",
+          "[cdi][validate]") {
+  const auto rdt = parse_spec(R"({"cdiVersion": "0.7.0", "kind": "v.com/gpu", "devices": [
+      {"name": "0", "containerEdits": {"intelRdt": {"closID": "/"}}}]})");
+  CHECK(validate_spec(rdt).empty()); // runtime-spec 1.3: the default CLOS
+
+  const auto keys = parse_spec(R"({"cdiVersion": "0.6.0", "kind": "v.com/gpu",
+      "annotations": {"Example.COM/Model": "x", "not a key!": "y"},
+      "devices": [{"name": "0", "annotations": {"_odd": "z"}, "containerEdits": {"env": ["A=1"]}}]})");
+  CHECK(validate_spec(keys).empty()); // used, like the reference and every engine does
+  const std::string warnings = joined(annotation_warnings(keys));
+  CHECK_THAT(warnings, Catch::Contains("\"not a key!\"") && Catch::Contains("devices[0].annotations"));
+  CHECK_THAT(warnings, !Catch::Contains("Example.COM")); // upper case is fine, as in the reference
+
+  // JSON now refuses a duplicate key, as YAML always did.
+  CHECK_THROWS_WITH(parse_spec(R"({"cdiVersion": "0.6.0", "kind": "a/b", "kind": "c/d", "devices": []})"),
+                    Catch::Contains("duplicate field \"kind\""));
+  CHECK_THROWS_WITH(parse_spec(R"({"cdiVersion": "0.6.0", "kind": "a/b", "devices": [
+      {"name": "0", "containerEdits": {"env": ["A=1"], "env": ["B=2"]}}]})"), Catch::Contains("duplicate field \"env\""));
+  // the same key in two objects is fine
+  CHECK_NOTHROW(parse_spec(R"({"cdiVersion": "0.6.0", "kind": "a/b", "devices": [
+      {"name": "0", "containerEdits": {"env": ["A=1"]}}, {"name": "1", "containerEdits": {"env": ["A=1"]}}]})"));
+}

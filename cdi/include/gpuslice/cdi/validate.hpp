@@ -14,7 +14,9 @@ namespace gpuslice::cdi {
 // Problems in `spec`, each "<field>: <reason>"; empty when valid.
 std::vector<std::string> validate_spec(const Spec &spec);
 
-// Problems in a set of edits; `where` prefixes each field name.
-std::vector<std::string> validate_edits(const ContainerEdits &edits, const std::string &where);
+// Annotation keys that are not Kubernetes-style (checked lowercased, as the
+// reference library does): worth a warning in `cdi validate`, never a
+// reason to refuse a spec.
+std::vector<std::string> annotation_warnings(const Spec &spec);
 
 } // namespace gpuslice::cdi

@@ -42,10 +42,13 @@ void print_errors(const cdi::Registry &registry) {
 }
 
 int run_list(const CdiOptions &o) {
-  cdi::Registry registry(spec_dirs(o));
+  const auto dirs = spec_dirs(o);
+  cdi::Registry registry(dirs);
   registry.reload();
   print_errors(registry);
   const auto names = registry.device_names();
+  if (names.empty()) // an empty answer must not look like a broken command
+    std::cerr << "gpuslice: no CDI device in " << cdi::join_dirs(dirs) << "\n";
   if (o.output_format == "json") {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (const auto &n : names)

@@ -151,7 +151,9 @@ void register_exec(CLI::App &app, Action &action) {
   auto o = std::make_shared<ExecOptions>();
   auto *cmd = app.add_subcommand("exec", "run a program under GPU memory and compute limits, without a container");
   cmd->add_option("--memory-limit", o->memory, "GPU memory per device: 4Gi, or DEV:SIZE,... (DEV: *, ordinal, GPU UUID)");
-  cmd->add_option("--compute-limit", o->compute, "share of each GPU in percent")->check(CLI::Range(0, 100));
+  // 1-100, the rule of GPUSLICE_COMPUTE_LIMIT in CDI specs: 0 would mean
+  // "never run" to some and "no limit" to others.
+  cmd->add_option("--compute-limit", o->compute, "share of each GPU in percent, 1 to 100")->check(CLI::Range(1, 100));
   cmd->add_option("--policy", o->policy, "compute policy: native, fixed (hard cap), burst (cap only under contention)")
       ->check(CLI::IsMember({"native", "fixed", "burst"}));
   cmd->add_option("--state-dir", o->state_dir, "directory for the usage region and limits file (default: a new one)");

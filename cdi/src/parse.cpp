@@ -302,9 +302,9 @@ struct Decoder {
   }
 };
 
-// yaml-cpp recurses once per nesting level and has no depth limit of its own;
-// a hostile or broken spec must not overflow the stack of a runtime hook.
-// No real spec nests deeper than a dozen levels.
+// The decoders recurse once per nesting level: a hostile or broken spec must
+// not overflow the stack of a runtime or hook. No real spec nests deeper
+// than a dozen levels, so depth and indentation are bounded before parsing.
 constexpr int kMaxFlowDepth = 64;
 constexpr std::size_t kMaxIndent = 256;
 

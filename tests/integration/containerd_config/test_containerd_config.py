@@ -19,8 +19,12 @@ import shutil
 import subprocess
 import tempfile
 import time
-import tomllib
 import unittest
+
+try:
+    import tomllib  # Python 3.11 (Debian 12)
+except ImportError:  # Python 3.10 (Ubuntu 22.04): apt-get install python3-tomli
+    import tomli as tomllib
 
 GPUSLICE = os.environ.get("GPUSLICE_BIN", "gpuslice")
 CONTAINERD = shutil.which("containerd") or "/usr/bin/containerd"

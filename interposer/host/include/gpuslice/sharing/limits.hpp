@@ -1,7 +1,7 @@
 // Host side of GPU sharing: parsing what operators write (sizes like "4Gi",
 // per-device lists like "0:4Gi,GPU-…:2Gi"), rendering the read-only limits
 // file the interposer reads (format in docs/region.md), and reading it back.
-// Used by `gpuslice exec` and, later, by the runtime shim for containers.
+// Used by `gpuslice exec` and by gpuslice-runtime for containers.
 #pragma once
 
 #include <cstdint>

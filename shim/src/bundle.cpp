@@ -121,7 +121,14 @@ BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const st
   for (const auto &e : registry.errors())
     edit.warnings.push_back("CDI spec " + e.path + ": " + e.message);
   const cdi::ContainerEdits edits = cdi::collect_edits(registry, requests.devices);
-  const auto limits = container_limits(edits, oci, config);
+  std::vector<ClaimedEnv> claimed;
+  for (const auto &name : requests.devices) {
+    const cdi::ResolvedDevice *d = registry.find(name); // collect_edits resolved every one
+    ClaimedEnv c{name, d->spec->edits.env};
+    c.env.insert(c.env.end(), d->device->edits.env.begin(), d->device->edits.env.end());
+    claimed.push_back(std::move(c));
+  }
+  const auto limits = container_limits(claimed, oci, config);
   cdi::OciSpec edited = oci;
   cdi::apply_edits(edited, edits);
   add_gpuslice_hooks(edited, config, config_file);

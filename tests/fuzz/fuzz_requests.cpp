@@ -25,11 +25,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, std::size_t size) {
     config.accept_env_requests = true;
     config.accept_gpushare_env = true;
     const auto requests = shim::collect_requests(oci, config);
-    cdi::ContainerEdits edits;
+    std::vector<shim::ClaimedEnv> claimed;
     for (const auto &d : requests.devices) // a request's name stands in for a device's env
-      edits.env.push_back("GPUSLICE_MEMORY_LIMIT=" + d.substr(d.find('=') + 1));
+      claimed.push_back({d, {"GPUSLICE_MEMORY_LIMIT=" + d.substr(d.find('=') + 1), "GPUSLICE_GPU_UUID=GPU-" + d}});
     try {
-      (void)shim::container_limits(edits, oci, config);
+      (void)shim::container_limits(claimed, oci, config);
     } catch (const Error &) {
     }
     shim::add_gpuslice_hooks(oci, config, "/etc/gpuslice/other.toml");

@@ -22,6 +22,7 @@ from conftest import gpuslice_hook_path, gpuslice_path, tool, write_gpuslice_con
 
 KIND = "nvidia.com/gpu"
 FAKE_TOTAL = 1 << 30
+FAKE_UUID0 = "GPU-facea2a3-a4a5-a6a7-a8a9-aaabacadae00"  # the fake driver's device 0
 
 
 def built(var: str) -> Path:
@@ -78,6 +79,14 @@ def fake_driver_spec(test_tmp) -> Path:
                 "env": ["GPUSLICE_MEMORY_LIMIT=256Mi"],
                 "deviceNodes": [{"path": "/dev/nvidia0", "hostPath": str(dev / "nvidia0")}]}},
             {"name": "whole", "containerEdits": {
+                "deviceNodes": [{"path": "/dev/nvidia0", "hostPath": str(dev / "nvidia0")}]}},
+            # two slices of GPU 0 (the fake's UUID), 100 + 156 MiB: the
+            # container gets their sum on that GPU
+            {"name": "slice1", "containerEdits": {
+                "env": [f"GPUSLICE_GPU_UUID={FAKE_UUID0}", "GPUSLICE_MEMORY_LIMIT=100Mi"],
+                "deviceNodes": [{"path": "/dev/nvidia0", "hostPath": str(dev / "nvidia0")}]}},
+            {"name": "slice2", "containerEdits": {
+                "env": [f"GPUSLICE_GPU_UUID={FAKE_UUID0}", "GPUSLICE_MEMORY_LIMIT=156Mi"],
                 "deviceNodes": [{"path": "/dev/nvidia0", "hostPath": str(dev / "nvidia0")}]}},
             {"name": "burst", "containerEdits": {
                 "env": ["GPUSLICE_MEMORY_LIMIT=256Mi", "GPUSLICE_COMPUTE_LIMIT=30", "GPUSLICE_COMPUTE_POLICY=burst"],
@@ -136,6 +145,18 @@ def test_memory_limit_in_container(sharing_runtime, test_tmp, spec_template, gli
     # Root's alone on the host: no local user reaches a container's files.
     assert (state.stat().st_mode & 0o777) == 0o700
     assert ((state / "containers").stat().st_mode & 0o777) == 0o700
+
+
+@pytest.mark.gpuslice
+def test_two_slices_of_one_gpu_add_up(sharing_runtime, test_tmp, spec_template, glibc_rootfs, cid):
+    rt, state = sharing_runtime
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
+    bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=slice1,{KIND}=slice2")
+    bundle.shell("cat /run/gpuslice/limits; /bin/probe dlsym alloc 300Mi oom 256Mi; /bin/probe dlsym alloc 200Mi ok 256Mi")
+    rc, out, err = rt.run_container(bundle, cid)
+    assert rc == 0, out + err
+    assert f"device {FAKE_UUID0} memory {256 << 20}" in out, out
+    assert out.count("as expected") == 2, out
 
 
 @pytest.mark.gpuslice

@@ -18,11 +18,7 @@ using namespace gpuslice::shim;
 using gpuslice::testing::TempDir;
 
 namespace {
-cdi::ContainerEdits env_edits(std::vector<std::string> env) {
-  cdi::ContainerEdits e;
-  e.env = std::move(env);
-  return e;
-}
+std::vector<ClaimedEnv> env_edits(std::vector<std::string> env) { return {{"v.com/gpu=0", std::move(env)}}; }
 } // namespace
 
 TEST_CASE("limits come from the CDI edits, or gpushare's env only when accepted", "[shim][sharing]") {
@@ -51,6 +47,41 @@ TEST_CASE("limits come from the CDI edits, or gpushare's env only when accepted"
   CHECK_THROWS_WITH(container_limits(env_edits({"GPUSLICE_COMPUTE_POLICY=greedy"}), none, config), Catch::Contains("GPUSLICE_COMPUTE_POLICY"));
   const auto bad = cdi::OciSpec::parse(R"({"process": {"env": ["ALIYUN_COM_GPU_MEM_CONTAINER=x"]}})");
   CHECK_THROWS_WITH(container_limits(env_edits({}), bad, config), Catch::Contains("ALIYUN_COM_GPU_MEM_CONTAINER"));
+}
+
+TEST_CASE("limits per claimed device and per GPU: 2 GPUs x 2 slices", "[shim][sharing]") {
+  Config config;
+  const auto oci = cdi::OciSpec::parse(R"({"process": {"env": []}})");
+  const std::string A = "GPU-aaaaaaaa-0000-0000-0000-000000000001", B = "GPU-bbbbbbbb-0000-0000-0000-000000000002";
+  const ClaimedEnv a1{"v.com/gpu=a1", {"GPUSLICE_GPU_UUID=" + A, "GPUSLICE_MEMORY_LIMIT=8Gi", "GPUSLICE_COMPUTE_LIMIT=30"}};
+  const ClaimedEnv a2{"v.com/gpu=a2", {"GPUSLICE_GPU_UUID=" + A, "GPUSLICE_MEMORY_LIMIT=1Gi", "GPUSLICE_COMPUTE_LIMIT=20"}};
+  // the GPU named by a driver's own NVIDIA_VISIBLE_DEVICES does as well
+  const ClaimedEnv b1{"v.com/gpu=b1", {"NVIDIA_VISIBLE_DEVICES=" + B, "GPUSLICE_MEMORY_LIMIT=2Gi"}};
+  const ClaimedEnv b2{"v.com/gpu=b2", {"NVIDIA_VISIBLE_DEVICES=" + B, "GPUSLICE_MEMORY_LIMIT=4Gi"}};
+  using DL = sharing::DeviceLimit;
+  const auto all = container_limits({a1, a2, b1, b2}, oci, config);
+  REQUIRE(all);
+  // Before: every GPU held to the last device's limit (4 GiB).
+  CHECK(all->devices == std::vector<DL>{{A, 9ull << 30, 50, sharing::Policy::fixed}, {B, 6ull << 30, std::nullopt, std::nullopt}});
+  CHECK(container_limits({a1, b1}, oci, config)->devices ==
+        std::vector<DL>{{A, 8ull << 30, 30, sharing::Policy::fixed}, {B, 2ull << 30, std::nullopt, std::nullopt}});
+  // compute adds up to at most the whole GPU
+  const ClaimedEnv a3{"v.com/gpu=a3", {"GPUSLICE_GPU_UUID=" + A, "GPUSLICE_MEMORY_LIMIT=1Gi", "GPUSLICE_COMPUTE_LIMIT=90"}};
+  CHECK(container_limits({a1, a3}, oci, config)->devices[0].compute == 100);
+  // a slice without a memory limit leaves its GPU's memory unlimited
+  const ClaimedEnv a4{"v.com/gpu=a4", {"GPUSLICE_GPU_UUID=" + A, "GPUSLICE_COMPUTE_LIMIT=10"}};
+  CHECK_FALSE(container_limits({a1, a4}, oci, config)->devices[0].memory.has_value());
+  // a device without limits is not a slice
+  CHECK(container_limits({a1, {"v.com/gpu=whole", {"A=1"}}}, oci, config)->devices.size() == 1);
+  // two limited devices that do not say which GPU: refused, naming both
+  CHECK_THROWS_WITH(container_limits({{"v.com/gpu=x", {"GPUSLICE_MEMORY_LIMIT=1Gi"}}, {"v.com/gpu=y", {"GPUSLICE_MEMORY_LIMIT=2Gi"}}},
+                                     oci, config),
+                    Catch::Contains("\"v.com/gpu=x\" and \"v.com/gpu=y\"") && Catch::Contains("GPUSLICE_GPU_UUID"));
+  // slices of one GPU must agree on the policy
+  const ClaimedEnv a5{"v.com/gpu=a5", {"GPUSLICE_GPU_UUID=" + A, "GPUSLICE_COMPUTE_LIMIT=10", "GPUSLICE_COMPUTE_POLICY=burst"}};
+  CHECK_THROWS_WITH(container_limits({a1, a5}, oci, config), Catch::Contains("v.com/gpu=a5") && Catch::Contains("differs"));
+  CHECK_THROWS_WITH(container_limits({{"v.com/gpu=z", {"GPUSLICE_GPU_UUID=7", "GPUSLICE_MEMORY_LIMIT=1Gi"}}}, oci, config),
+                    Catch::Contains("not a GPU UUID"));
 }
 
 TEST_CASE("preload: the interposer first, then the image's entries", "[shim][sharing]") {

@@ -32,9 +32,21 @@ inline constexpr const char *kInterposerContainerPath = "/run/gpuslice/libgpusli
 inline constexpr const char *kActivityContainerPath = "/run/gpuslice/activity";
 inline constexpr const char *kRegionSocketName = "region.sock";
 
-// The container's limits, or nullopt when it has none (the GPU is then not
-// shared: no interposer is added). Throws Error naming the variable.
-std::optional<sharing::Limits> container_limits(const cdi::ContainerEdits &edits, const cdi::OciSpec &oci,
+// One claimed CDI device and the env its edits set (the spec's common
+// edits, then the device's own).
+struct ClaimedEnv {
+  std::string name;
+  std::vector<std::string> env;
+};
+
+// The container's limits, per GPU, or nullopt when it has none (the GPU is
+// then not shared: no interposer is added). Limits belong to each claimed
+// device and to the GPU it is on (GPUSLICE_GPU_UUID in its env, else its
+// NVIDIA_VISIBLE_DEVICES when that is one GPU UUID, else every GPU: "*");
+// slices of the same GPU add up (memory, compute capped at 100%; their
+// policies must agree). Two limited devices that do not say their GPU are
+// an error. Throws Error naming the device and the variable.
+std::optional<sharing::Limits> container_limits(const std::vector<ClaimedEnv> &claimed, const cdi::OciSpec &oci,
                                                 const Config &config);
 
 // The files of the container's state dir, computed before anything is

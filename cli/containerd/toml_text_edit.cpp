@@ -5,7 +5,7 @@
 #include "toml_text_edit.hpp"
 
 #include "gpuslice/common/error.hpp"
-#include "gpuslice/common/toml_guard.hpp"
+#include "gpuslice/common/toml_text.hpp"
 
 #include <algorithm>
 #include <sstream>
@@ -205,15 +205,7 @@ bool undo_one_block(std::string &text, bool &created_file) {
 } // namespace
 
 toml::table parse(std::string_view text, std::string_view source_name) {
-  with_context("cannot parse " + quote(source_name) + " as TOML", [&] { check_toml_text(text); });
-  try {
-    return toml::parse(text, source_name);
-  } catch (const toml::parse_error &e) {
-    std::ostringstream where;
-    where << "line " << e.source().begin.line << ", column " << e.source().begin.column;
-    throw Error("cannot parse " + quote(source_name) + " as TOML: " + std::string(e.description()) + " at " +
-                where.str());
-  }
+  return with_context("cannot parse " + quote(source_name) + " as TOML", [&] { return parse_toml(text, source_name); });
 }
 
 std::size_t offset_of(std::string_view text, const toml::source_position &pos) {

@@ -2,7 +2,7 @@
 
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
-#include "gpuslice/common/toml_guard.hpp"
+#include "gpuslice/common/toml_text.hpp"
 
 #include <toml++/toml.h>
 
@@ -80,14 +80,7 @@ std::string config_path() {
 Config parse_config(const std::string &toml_text, const std::string &origin) {
   return with_context("config " + quote(origin), [&] {
     toml::table root;
-    check_toml_text(toml_text);
-    try {
-      root = toml::parse(toml_text, origin);
-    } catch (const toml::parse_error &e) {
-      std::ostringstream msg;
-      msg << e.description() << " at line " << e.source().begin.line;
-      throw Error(msg.str());
-    }
+    root = parse_toml(toml_text, origin);
     Config c;
     reject_unknown(root, "", {"cdi", "runtime", "log"});
     if (const auto *t = sub(root, "cdi")) {

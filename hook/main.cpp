@@ -5,6 +5,7 @@
 // container's.
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/log.hpp"
 #include "gpuslice/hook/state.hpp"
 #include "gpuslice/state/container_dir.hpp"
@@ -28,24 +29,9 @@ const char *kUsage = "usage: gpuslice-hook createRuntime|prestart|createContaine
                      "  poststop: remove that directory\n"
                      "  config: $GPUSLICE_CONFIG or /etc/gpuslice/config.toml ([runtime] state-dir)\n";
 
-std::string read_stdin() {
-  std::string out;
-  char buf[16384];
-  for (;;) {
-    ssize_t n = ::read(0, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      throw system_error("cannot read the container state from stdin");
-    }
-    if (n == 0)
-      break;
-    out.append(buf, static_cast<std::size_t>(n));
-    if (out.size() > (1 << 20))
-      throw Error("container state on stdin is larger than 1 MiB");
-  }
-  return out;
-}
+// The container state, bounded: a hook's stdin is the runtime's, but nothing
+// read from outside is unbounded.
+std::string read_stdin() { return fs::read_fd(0, "the container state on stdin", 1 << 20); }
 
 } // namespace
 

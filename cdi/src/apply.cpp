@@ -8,6 +8,7 @@
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/json_text.hpp"
+#include "gpuslice/common/strings.hpp"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -64,14 +65,8 @@ void apply_env(OciSpec &oci, const std::vector<std::string> &env) {
     return;
   OciSpec &list = array_at(object_at(oci, "process", "process"), "env", "process.env");
   for (const auto &entry : env) {
-    const auto key_len = entry.find('=');
-    const std::string_view key(entry.data(), key_len);
-    auto same_key = [&](const OciSpec &e) {
-      if (!e.is_string())
-        return false;
-      const auto &s = e.get_ref<const std::string &>();
-      return s.size() > key.size() && s.compare(0, key.size(), key) == 0 && s[key.size()] == '=';
-    };
+    const std::string_view key = env_key(entry);
+    auto same_key = [&](const OciSpec &e) { return e.is_string() && env_sets(e.get_ref<const std::string &>(), key); };
     auto it = std::find_if(list.begin(), list.end(), same_key);
     if (it != list.end())
       *it = entry;

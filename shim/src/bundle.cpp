@@ -4,6 +4,7 @@
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/json_text.hpp"
+#include "gpuslice/common/strings.hpp"
 #include "gpuslice/sharing/activity.hpp"
 #include "gpuslice/sharing/monitor.hpp"
 #include "gpuslice/sharing/region.hpp"
@@ -21,7 +22,7 @@ namespace {
 // runc's own config.json of a busybox container is 3 KiB, a Kubernetes
 // pod's 20 KiB; a bundle cannot make a runtime on the node read more.
 constexpr std::size_t kMaxBundleConfigSize = 16u << 20;
-constexpr const char *kHookPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+const std::string kHookPath = std::string("PATH=") + kDefaultPath;
 constexpr const char *kInitPidFile = "init.pid";
 } // namespace
 

@@ -4,6 +4,7 @@
 #include "gpuslice/common/fd.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/json_text.hpp"
+#include "gpuslice/common/strings.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
 #include <nlohmann/json.hpp>
@@ -19,8 +20,6 @@ namespace {
 
 // A process spec is a few KiB; containerd's own limit on a spec is far below this.
 constexpr std::size_t kMaxProcessFile = 4u << 20;
-
-std::string key_of(const std::string &entry) { return entry.substr(0, entry.find('=')); }
 
 } // namespace
 
@@ -58,10 +57,10 @@ std::size_t add_cdi_env(const std::string &process_file, const std::string &stat
     std::set<std::string> set;
     for (const auto &e : list)
       if (e.is_string())
-        set.insert(key_of(e.get<std::string>()));
+        set.insert(std::string(env_key(e.get<std::string>())));
     std::size_t added = 0;
     for (const auto &e : env)
-      if (set.insert(key_of(e)).second) {
+      if (set.insert(std::string(env_key(e))).second) {
         list.push_back(e);
         ++added;
       }

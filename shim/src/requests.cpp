@@ -71,19 +71,14 @@ Requests collect_requests(cdi::OciSpec &oci, const Config &config) {
       if (auto env = p->find("env"); env != p->end() && env->is_array()) {
         for (std::string_view var : kEnvRequestVars) {
           // The last occurrence is what the process sees.
-          std::string value;
-          bool found = false;
-          for (const auto &e : *env) {
-            if (!e.is_string())
-              continue;
-            const auto &s = e.get_ref<const std::string &>();
-            if (s.size() > var.size() && s.compare(0, var.size(), var) == 0 && s[var.size()] == '=') {
-              value = s.substr(var.size() + 1);
-              found = true;
-            }
-          }
+          std::vector<std::string> strings;
+          for (const auto &e : *env)
+            if (e.is_string())
+              strings.push_back(e.get<std::string>());
+          const auto found = env_value(strings, var);
           if (!found)
             continue;
+          const std::string &value = *found;
           for (auto &d : devices_from_env_value(value, config.default_kind))
             add(r, seen, d);
           break; // GPUSLICE_VISIBLE_DEVICES, when set, wins over NVIDIA_VISIBLE_DEVICES

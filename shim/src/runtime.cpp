@@ -46,7 +46,7 @@ std::string find_runtime(const Config &config) {
   if (::stat("/proc/self/exe", &self) != 0)
     self = {};
   const char *env_path = std::getenv("PATH");
-  const std::string path = env_path && *env_path ? env_path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  const std::string path = env_path && *env_path ? env_path : kDefaultPath;
   std::string tried;
   for (const auto &name : config.runtimes) {
     if (fs::is_absolute(name)) {

@@ -4,24 +4,24 @@
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/json_text.hpp"
 #include "gpuslice/common/rootfs.hpp"
+#include "gpuslice/common/strings.hpp"
+
+extern "C" {
+#include "gpuslice/region.h"
+}
 
 #include <algorithm>
 #include <charconv>
 
 namespace gpuslice::shim {
 
+static_assert(std::string_view(GS_DEFAULT_REGION_SOCKET) == "/run/gpuslice/region.sock" &&
+              std::string_view(GS_DEFAULT_LIMITS_PATH) == "/run/gpuslice/limits",
+              "the interposer looks where the runtime mounts");
+
 namespace {
 
 constexpr std::size_t kMaxPreloadSize = 64 * 1024;
-
-// The last value of KEY in a list of KEY=VALUE entries.
-std::optional<std::string> env_value(const std::vector<std::string> &env, std::string_view key) {
-  std::optional<std::string> out;
-  for (const auto &e : env)
-    if (e.size() > key.size() && e.compare(0, key.size(), key) == 0 && e[key.size()] == '=')
-      out = e.substr(key.size() + 1);
-  return out;
-}
 
 std::vector<std::string> process_env(const cdi::OciSpec &oci) {
   std::vector<std::string> out;
@@ -266,8 +266,8 @@ void add_sharing_mounts(cdi::OciSpec &oci, const SharingFiles &files, const std:
                     {"type", "tmpfs"},
                     {"source", "tmpfs"},
                     {"options", {"nosuid", "nodev", "noexec", "mode=755", "size=64k"}}});
-  mounts.push_back(bind_mount(container_dir + "/limits", std::string(kSharingDir) + "/limits"));
-  mounts.push_back(bind_mount(container_dir + "/" + kRegionSocketName, std::string(kSharingDir) + "/" + kRegionSocketName));
+  mounts.push_back(bind_mount(container_dir + "/limits", GS_DEFAULT_LIMITS_PATH));
+  mounts.push_back(bind_mount(container_dir + "/" + kRegionSocketName, GS_DEFAULT_REGION_SOCKET));
   mounts.push_back(bind_mount(config.interposer_path, kInterposerContainerPath));
   if (files.burst)
     mounts.push_back(bind_mount(fs::clean_path(config.state_dir) + "/activity", kActivityContainerPath));

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "gpuslice/cdi/spec.hpp"
+#include "gpuslice/common/config.hpp"
 
 #include <memory>
 #include <string>
@@ -19,7 +20,6 @@
 
 namespace gpuslice::cdi {
 
-inline const std::vector<std::string> kDefaultSpecDirs{"/etc/cdi", "/var/run/cdi"};
 
 struct SpecError {
   std::string path;
@@ -41,7 +41,7 @@ enum class ChangeDetection { automatic, stamps, none };
 
 class Registry {
 public:
-  explicit Registry(std::vector<std::string> spec_dirs = kDefaultSpecDirs,
+  explicit Registry(std::vector<std::string> spec_dirs = {kDefaultSpecDirs.begin(), kDefaultSpecDirs.end()},
                     ChangeDetection detection = ChangeDetection::automatic);
   ~Registry();
   Registry(const Registry &) = delete;

@@ -5,16 +5,20 @@
 
 #include "gpuslice/common/log.hpp"
 
+#include <array>
 #include <string>
 #include <vector>
 
 namespace gpuslice {
 
+// Where CDI specs are, by default, in priority order (the CDI spec's own).
+inline constexpr std::array<const char *, 2> kDefaultSpecDirs{"/etc/cdi", "/var/run/cdi"};
+
 inline constexpr const char *kDefaultConfigPath = "/etc/gpuslice/config.toml";
 
 struct Config {
   // [cdi]
-  std::vector<std::string> spec_dirs{"/etc/cdi", "/var/run/cdi"};
+  std::vector<std::string> spec_dirs{kDefaultSpecDirs.begin(), kDefaultSpecDirs.end()};
   std::vector<std::string> annotation_prefixes{"cdi.k8s.io/"};
   // [runtime]
   std::vector<std::string> runtimes{"runc", "crun"};

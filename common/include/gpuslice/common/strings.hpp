@@ -1,6 +1,7 @@
 // Small string helpers shared by the parsers of comma lists, PATH and paths.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,5 +12,14 @@ enum class EmptyParts { keep, skip };
 
 // "a,,b" split on ',' -> {"a", "", "b"} (keep) or {"a", "b"} (skip); "" -> {""} or {}.
 std::vector<std::string> split(std::string_view text, char separator, EmptyParts empty);
+
+// The PATH of a process that has none of its own (hooks, runtime lookup).
+inline constexpr const char *kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// "KEY=VALUE" entries (a process env, CDI edits' env): the key of an entry,
+// whether an entry sets `key`, and the value the last entry for `key` sets.
+std::string_view env_key(std::string_view entry);
+bool env_sets(std::string_view entry, std::string_view key);
+std::optional<std::string> env_value(const std::vector<std::string> &env, std::string_view key);
 
 } // namespace gpuslice

@@ -27,10 +27,12 @@
 
 namespace gpuslice::shim {
 
+// In the container (the limits file and region socket are region.h's
+// GS_DEFAULT_LIMITS_PATH and GS_DEFAULT_REGION_SOCKET, there).
 inline constexpr const char *kSharingDir = "/run/gpuslice";
 inline constexpr const char *kInterposerContainerPath = "/run/gpuslice/libgpuslice-cuda.so";
 inline constexpr const char *kActivityContainerPath = "/run/gpuslice/activity";
-inline constexpr const char *kRegionSocketName = "region.sock";
+inline constexpr const char *kRegionSocketName = "region.sock"; // in the state dir
 
 // One claimed CDI device and the env its edits set (the spec's common
 // edits, then the device's own).

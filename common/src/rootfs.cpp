@@ -24,16 +24,12 @@ std::vector<std::string> components(const std::string &path) { return split(path
 
 // The walk: a stack of directory fds from the root down, so ".." pops (never
 // above the root) and a symlink's target is pushed back onto the components
-// still to resolve.
+// still to resolve. Every descriptor it opens is owned by the stack.
 int walk(int root_fd, const std::string &path, int flags) {
   std::vector<std::string> todo = components(path);
   std::reverse(todo.begin(), todo.end());
-  std::vector<int> stack; // owned fds below root
-  auto cleanup = [&] {
-    for (int f : stack)
-      ::close(f);
-  };
-  auto current = [&] { return stack.empty() ? root_fd : stack.back(); };
+  std::vector<UniqueFd> stack; // below the root
+  auto current = [&] { return stack.empty() ? root_fd : stack.back().get(); };
   int links = 0;
   while (!todo.empty()) {
     std::string name = std::move(todo.back());
@@ -42,73 +38,44 @@ int walk(int root_fd, const std::string &path, int flags) {
     if (name == ".")
       continue;
     if (name == "..") {
-      if (!stack.empty()) {
-        ::close(stack.back());
+      if (!stack.empty())
         stack.pop_back();
-      }
-      if (last) {
-        int fd = ::openat(current(), ".", flags | O_CLOEXEC);
-        int err = errno;
-        cleanup();
-        errno = err;
-        return fd;
-      }
+      if (last)
+        return ::openat(current(), ".", flags | O_CLOEXEC);
       continue;
     }
     struct stat st {};
-    if (::fstatat(current(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      int err = errno;
-      cleanup();
-      errno = err;
+    if (::fstatat(current(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
       return -1;
-    }
     if (S_ISLNK(st.st_mode) && !(last && (flags & O_NOFOLLOW))) {
       if (++links > kMaxSymlinks) {
-        cleanup();
         errno = ELOOP;
         return -1;
       }
       std::vector<char> buf(static_cast<std::size_t>(st.st_size > 0 ? st.st_size : 4096) + 1);
       ssize_t n = ::readlinkat(current(), name.c_str(), buf.data(), buf.size());
       if (n < 0 || static_cast<std::size_t>(n) >= buf.size()) {
-        int err = n < 0 ? errno : ENAMETOOLONG;
-        cleanup();
-        errno = err;
+        if (n >= 0)
+          errno = ENAMETOOLONG;
         return -1;
       }
       const std::string target(buf.data(), static_cast<std::size_t>(n));
-      if (!target.empty() && target[0] == '/') {
-        for (int f : stack)
-          ::close(f);
-        stack.clear();
-      }
+      if (!target.empty() && target[0] == '/')
+        stack.clear(); // absolute: from the root again
       auto parts = components(target);
       for (auto it = parts.rbegin(); it != parts.rend(); ++it)
         todo.push_back(*it);
       continue;
     }
-    if (last) {
-      int fd = ::openat(current(), name.c_str(), flags | O_NOFOLLOW | O_CLOEXEC);
-      int err = errno;
-      cleanup();
-      errno = err;
-      return fd;
-    }
-    int fd = ::openat(current(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-      int err = errno;
-      cleanup();
-      errno = err;
+    if (last)
+      return ::openat(current(), name.c_str(), flags | O_NOFOLLOW | O_CLOEXEC);
+    UniqueFd next(::openat(current(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!next)
       return -1;
-    }
-    stack.push_back(fd);
+    stack.push_back(std::move(next));
   }
   // An empty path (or "/"): the root itself.
-  int fd = ::openat(current(), ".", flags | O_CLOEXEC);
-  int err = errno;
-  cleanup();
-  errno = err;
-  return fd;
+  return ::openat(current(), ".", flags | O_CLOEXEC);
 }
 
 } // namespace

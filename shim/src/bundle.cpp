@@ -3,12 +3,15 @@
 #include "gpuslice/cdi/registry.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/fd.hpp"
 #include "gpuslice/common/json_text.hpp"
 #include "gpuslice/common/strings.hpp"
 #include "gpuslice/sharing/activity.hpp"
 #include "gpuslice/sharing/monitor.hpp"
 #include "gpuslice/sharing/region.hpp"
+#include "gpuslice/shim/bundle_spec.hpp"
 #include "gpuslice/shim/exec_env.hpp"
+#include "gpuslice/shim/modifiers.hpp"
 #include "gpuslice/shim/requests.hpp"
 #include "gpuslice/shim/sharing.hpp"
 #include "gpuslice/state/container_dir.hpp"
@@ -19,9 +22,6 @@
 namespace gpuslice::shim {
 
 namespace {
-// runc's own config.json of a busybox container is 3 KiB, a Kubernetes
-// pod's 20 KiB; a bundle cannot make a runtime on the node read more.
-constexpr std::size_t kMaxBundleConfigSize = 16u << 20;
 const std::string kHookPath = std::string("PATH=") + kDefaultPath;
 constexpr const char *kInitPidFile = "init.pid";
 } // namespace
@@ -49,48 +49,29 @@ void add_gpuslice_hooks(cdi::OciSpec &oci, const Config &config, const std::stri
 
 namespace {
 
-// The container's root filesystem on the host, absolute: root.path,
-// relative to the bundle unless absolute.
-std::string rootfs_path(const cdi::OciSpec &oci, const std::string &bundle_dir) {
-  auto root = oci.find("root");
-  if (root == oci.end() || !root->is_object() || !root->contains("path") || !(*root)["path"].is_string())
-    throw Error("OCI spec has no root.path");
-  const std::string path = (*root)["path"].get<std::string>();
-  return fs::absolute(fs::is_absolute(path) ? path : bundle_dir + "/" + path);
-}
-
-void write_in(int dir_fd, const char *name, const std::string &text, mode_t mode, const std::string &shown) {
-  UniqueFd f(::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+void write_in(int dir_fd, const std::string &name, const std::string &text, mode_t mode, const std::string &shown) {
+  UniqueFd f(::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!f || ::write(f.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
       ::fchmod(f.get(), mode) != 0)
     throw system_error("cannot write " + quote(shown + "/" + name));
 }
 
-// Everything a container with limits gets on the host besides its state
-// dir: the limits file, preload list and region socket in it, the region
-// itself, and its monitor. On failure the caller removes the state dir (a
-// monitor already started cleans up when this process ends without a
-// container).
-void set_up_sharing(cdi::OciSpec &oci, const sharing::Limits &limits, const std::string &rootfs,
-                    const state::ContainerDir &dir, CreateRequest &request, const Config &config) {
-  const SharingFiles files = plan_sharing_files(limits, rootfs);
-  write_in(dir.fd.get(), "limits", files.limits, 0444, dir.path);
-  write_in(dir.fd.get(), "ld.so.preload", files.preload, 0444, dir.path);
-  add_sharing_mounts(oci, files, dir.path, rootfs, config);
-
+// The usage region, its socket in the state dir, and the monitor that holds
+// the region for as long as the container lives.
+void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, std::string &pid_file) {
   sharing::MonitorSetup monitor;
   monitor.region = sharing::create_region();
   monitor.listener = sharing::listen_region_socket(dir.fd.get(), kRegionSocketName, dir.path + "/" + kRegionSocketName);
-  if (files.burst)
-    monitor.activity_table = sharing::open_activity_table(fs::clean_path(config.state_dir) + "/activity");
+  if (ctx.plan.burst)
+    monitor.activity_table = sharing::open_activity_table(fs::clean_path(ctx.config.state_dir) + "/activity");
   // This process becomes runc (exec): once it exits, `create` is over and
   // runc has written the init's pid.
   monitor.watched = sharing::open_pidfd(static_cast<int>(::getpid()));
-  if (request.pid_file.empty())
-    request.pid_file = dir.path + "/" + kInitPidFile;
-  monitor.pid_file = fs::absolute(request.pid_file);
+  if (pid_file.empty())
+    pid_file = dir.path + "/" + kInitPidFile;
+  monitor.pid_file = fs::absolute(pid_file);
   const auto creator = state::process_id(static_cast<int>(::getpid()));
-  monitor.cleanup = [state_dir = config.state_dir, id = request.container_id, creator] {
+  monitor.cleanup = [state_dir = ctx.config.state_dir, id = ctx.container_id, creator] {
     try {
       state::remove_container_dir(state_dir, id, creator);
     } catch (const Error &) {
@@ -102,26 +83,40 @@ void set_up_sharing(cdi::OciSpec &oci, const sharing::Limits &limits, const std:
 
 } // namespace
 
+void commit(CreateContext &ctx, std::string &pid_file, const std::string &config_json) {
+  // What no runtime knows any more (a create killed half-way, a container
+  // whose poststop never ran) goes first, so that a stale id does not block
+  // this one.
+  state::collect_stale(ctx.config.state_dir);
+  const state::ContainerDir dir = state::create_container_dir(ctx.config.state_dir, ctx.container_id);
+  try {
+    for (const auto &[name, text] : ctx.plan.files)
+      write_in(dir.fd.get(), name, text, 0444, dir.path);
+    if (ctx.plan.monitor)
+      start_monitor(dir, ctx, pid_file);
+    ctx.spec.save(config_json);
+  } catch (...) {
+    state::remove_container_dir(ctx.config.state_dir, ctx.container_id);
+    throw;
+  }
+}
+
 BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const std::string &config_file) {
   const std::string bundle_dir = request.bundle_dir.empty() ? std::string(".") : request.bundle_dir;
   const std::string path = bundle_dir + "/config.json";
-  cdi::OciSpec oci;
-  with_context("OCI spec " + quote(path), [&] {
-    oci = parse_json<cdi::OciSpec>(fs::read_file(path, kMaxBundleConfigSize));
-    if (!oci.is_object())
-      throw Error("not a JSON object");
-  });
-
-  Requests requests = collect_requests(oci, config);
+  BundleSpec spec = BundleSpec::load(path);
+  Requests requests = collect_requests(spec.json(), config);
   BundleEdit edit;
   if (requests.empty())
     return edit;
+  if (!state::is_safe_container_id(request.container_id))
+    throw Error("container id " + quote(request.container_id) + " is not a safe path component");
 
   cdi::Registry registry(config.spec_dirs, cdi::ChangeDetection::none);
   registry.reload();
   for (const auto &e : registry.errors())
     edit.warnings.push_back("CDI spec " + e.path + ": " + e.message);
-  const cdi::ContainerEdits edits = cdi::collect_edits(registry, requests.devices);
+  cdi::ContainerEdits edits = cdi::collect_edits(registry, requests.devices);
   std::vector<ClaimedEnv> claimed;
   for (const auto &name : requests.devices) {
     const cdi::ResolvedDevice *d = registry.find(name); // collect_edits resolved every one
@@ -129,34 +124,24 @@ BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const st
     c.env.insert(c.env.end(), d->device->edits.env.begin(), d->device->edits.env.end());
     claimed.push_back(std::move(c));
   }
-  const auto limits = container_limits(claimed, oci, config);
-  cdi::OciSpec edited = oci;
-  cdi::apply_edits(edited, edits);
-  add_gpuslice_hooks(edited, config, config_file);
-  // Every GPU container gets its state dir: the CDI env for `exec`, and
-  // for one with limits everything sharing needs. What no runtime knows any
-  // more (a create killed half-way, a container whose poststop never ran)
-  // goes first, so that a stale id does not block this one.
-  state::collect_stale(config.state_dir);
-  state::ContainerDir dir = state::create_container_dir(config.state_dir, request.container_id);
-  try {
-    record_cdi_env(dir.fd.get(), edits.env, dir.path);
-    if (limits) {
-      set_up_sharing(edited, *limits, rootfs_path(oci, bundle_dir), dir, request, config);
-      edit.shared = true;
-    }
-    std::string text;
-    try {
-      text = edited.dump();
-    } catch (const nlohmann::json::exception &e) {
-      throw Error(std::string("cannot serialise the edited OCI spec: ") + e.what());
-    }
-    with_context("OCI spec " + quote(path), [&] { fs::write_file_atomic(path, text, static_cast<mode_t>(-1), fs::Durability::atomic); });
-  } catch (...) {
-    state::remove_container_dir(config.state_dir, request.container_id);
-    throw;
+  const auto limits = container_limits(claimed, spec.json(), config);
+
+  CreateContext ctx{spec, config, config_file, request.container_id,
+                    fs::clean_path(config.state_dir) + "/containers/" + request.container_id, std::string(), {}};
+  Modifiers modifiers;
+  modifiers.push_back(exec_env_modifier(edits.env));
+  modifiers.push_back(cdi_edits_modifier(std::move(edits)));
+  modifiers.push_back(hooks_modifier());
+  if (limits) {
+    const std::string root = spec.root_path();
+    ctx.rootfs = fs::absolute(fs::is_absolute(root) ? root : bundle_dir + "/" + root);
+    modifiers.push_back(sharing_modifier(*limits));
   }
+  for (const auto &m : modifiers)
+    m->modify(ctx);
+  commit(ctx, request.pid_file, path);
   edit.written = true;
+  edit.shared = ctx.plan.monitor;
   edit.devices = std::move(requests.devices);
   return edit;
 }

@@ -23,11 +23,8 @@ constexpr std::size_t kMaxProcessFile = 4u << 20;
 
 } // namespace
 
-void record_cdi_env(int dir_fd, const std::vector<std::string> &env, const std::string &shown) {
-  const std::string text = nlohmann::json(env).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  UniqueFd f(::openat(dir_fd, kCdiEnvFile, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
-  if (!f || ::write(f.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-    throw system_error("cannot write " + quote(shown + "/" + kCdiEnvFile));
+std::string cdi_env_text(const std::vector<std::string> &env) {
+  return nlohmann::json(env).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::size_t add_cdi_env(const std::string &process_file, const std::string &state_dir, const std::string &id) {

@@ -1,5 +1,7 @@
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/shim/bundle.hpp"
+#include "gpuslice/shim/bundle_spec.hpp"
+#include "gpuslice/shim/modifiers.hpp"
 #include "gpuslice/shim/command_line.hpp"
 #include "gpuslice/shim/requests.hpp"
 #include "gpuslice/shim/runtime.hpp"
@@ -177,4 +179,51 @@ TEST_CASE("runtime log lines are what containerd's shim parses", "[shim]") {
   CHECK(line.back() == '\n');
   CHECK_THAT(fs::read_file(t / "log.txt"), Catch::Contains("level=error msg=\"boom\""));
   write_runtime_log("", "json", "ignored"); // no --log: nothing to do
+}
+
+TEST_CASE("bundle spec: typed accessors name the JSON path of what is wrong", "[shim][spec]") {
+  BundleSpec ok(cdi::OciSpec::parse(R"({"root": {"path": "rootfs", "readonly": true}, "annotations": {"a": "1", "n": 2},
+                                        "process": {"env": ["A=1", 3]}})"));
+  CHECK(ok.root_path() == "rootfs");
+  CHECK(ok.root_readonly());
+  CHECK(ok.annotations() == std::map<std::string, std::string>{{"a", "1"}});
+  CHECK(ok.process_env() == std::vector<std::string>{"A=1"});
+  CHECK_THROWS_WITH(BundleSpec(cdi::OciSpec::parse(R"({"root": {"path": 5}})")).root_path(), Catch::Contains("root.path is not a string"));
+  CHECK_THROWS_WITH(BundleSpec(cdi::OciSpec::parse(R"({})")).root_path(), Catch::Contains("no root.path"));
+  CHECK_THROWS_WITH(BundleSpec(cdi::OciSpec::parse(R"({"root": {"readonly": "yes"}})")).root_readonly(),
+                    Catch::Contains("root.readonly is not a boolean"));
+  CHECK_THROWS_WITH(BundleSpec(cdi::OciSpec::parse(R"({"annotations": []})")).annotations(), Catch::Contains("annotations"));
+}
+
+namespace {
+// A step that declares a file another step declared too: commit fails half-way.
+class Conflicting final : public Modifier {
+public:
+  void modify(CreateContext &ctx) const override {
+    ctx.plan.files.emplace_back("limits", "a");
+    ctx.plan.files.emplace_back("limits", "b");
+  }
+};
+} // namespace
+
+TEST_CASE("commit: every side effect or none", "[shim][spec]") {
+  TempDir t;
+  Config config;
+  config.state_dir = t / "state";
+  t.write("b/config.json", R"({"root": {"path": "rootfs"}})");
+  BundleSpec spec = BundleSpec::load(t / "b/config.json");
+  CreateContext ctx{spec, config, kDefaultConfigPath, "c1", t / "state/containers/c1", "", {}};
+  exec_env_modifier({"A=1"})->modify(ctx);
+  Conflicting().modify(ctx);
+  std::string pid_file;
+  CHECK_THROWS_WITH(commit(ctx, pid_file, t / "b/config.json"), Catch::Contains("cannot write"));
+  CHECK(::access((t / "state/containers/c1").c_str(), F_OK) != 0); // rolled back
+  CHECK(fs::read_file(t / "b/config.json") == R"({"root": {"path": "rootfs"}})");
+
+  CreateContext ok{spec, config, kDefaultConfigPath, "c2", t / "state/containers/c2", "", {}};
+  exec_env_modifier({"A=1"})->modify(ok);
+  hooks_modifier()->modify(ok);
+  commit(ok, pid_file, t / "b/config.json");
+  CHECK(fs::read_file(t / "state/containers/c2/cdi-env") == "[\"A=1\"]\n");
+  CHECK(fs::read_file(t / "b/config.json").find("gpuslice-hook") != std::string::npos);
 }

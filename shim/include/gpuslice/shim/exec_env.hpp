@@ -15,9 +15,9 @@ namespace gpuslice::shim {
 
 inline constexpr const char *kCdiEnvFile = "cdi-env";
 
-// Writes `env` (KEY=VALUE, as the CDI edits set them) into the container's
-// state dir `dir_fd` (0444). Throws Error.
-void record_cdi_env(int dir_fd, const std::vector<std::string> &env, const std::string &shown);
+// The record of `env` (KEY=VALUE, as the CDI edits set them) that create
+// puts in the container's state dir as kCdiEnvFile.
+std::string cdi_env_text(const std::vector<std::string> &env);
 
 // Adds the recorded CDI env of container `id` to the OCI process spec in
 // `process_file` (replaced atomically), for each variable the process does

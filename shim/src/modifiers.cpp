@@ -1,0 +1,57 @@
+#include "gpuslice/shim/modifiers.hpp"
+
+#include "gpuslice/shim/bundle.hpp"
+#include "gpuslice/shim/exec_env.hpp"
+#include "gpuslice/shim/sharing.hpp"
+
+namespace gpuslice::shim {
+
+namespace {
+
+class CdiEdits final : public Modifier {
+public:
+  explicit CdiEdits(cdi::ContainerEdits edits) : edits_(std::move(edits)) {}
+  void modify(CreateContext &ctx) const override { cdi::apply_edits(ctx.spec.json(), edits_); }
+
+private:
+  cdi::ContainerEdits edits_;
+};
+
+class Hooks final : public Modifier {
+public:
+  void modify(CreateContext &ctx) const override { add_gpuslice_hooks(ctx.spec.json(), ctx.config, ctx.config_file); }
+};
+
+class ExecEnv final : public Modifier {
+public:
+  explicit ExecEnv(std::vector<std::string> env) : env_(std::move(env)) {}
+  void modify(CreateContext &ctx) const override { ctx.plan.files.emplace_back(kCdiEnvFile, cdi_env_text(env_)); }
+
+private:
+  std::vector<std::string> env_;
+};
+
+class Sharing final : public Modifier {
+public:
+  explicit Sharing(sharing::Limits limits) : limits_(std::move(limits)) {}
+  void modify(CreateContext &ctx) const override {
+    const SharingFiles files = plan_sharing_files(limits_, ctx.rootfs);
+    add_sharing_mounts(ctx.spec.json(), files, ctx.state_path, ctx.rootfs, ctx.config);
+    ctx.plan.files.emplace_back("limits", files.limits);
+    ctx.plan.files.emplace_back("ld.so.preload", files.preload);
+    ctx.plan.monitor = true;
+    ctx.plan.burst = files.burst;
+  }
+
+private:
+  sharing::Limits limits_;
+};
+
+} // namespace
+
+std::unique_ptr<Modifier> cdi_edits_modifier(cdi::ContainerEdits edits) { return std::make_unique<CdiEdits>(std::move(edits)); }
+std::unique_ptr<Modifier> hooks_modifier() { return std::make_unique<Hooks>(); }
+std::unique_ptr<Modifier> exec_env_modifier(std::vector<std::string> env) { return std::make_unique<ExecEnv>(std::move(env)); }
+std::unique_ptr<Modifier> sharing_modifier(sharing::Limits limits) { return std::make_unique<Sharing>(std::move(limits)); }
+
+} // namespace gpuslice::shim

@@ -1,7 +1,6 @@
 // Container edits applied to an OCI runtime spec, in the order and with the
-// semantics of the CDI reference library, except where that library is known
-// to be wrong: env entries replace an existing KEY= in place instead of
-// appending a duplicate that the first occurrence would shadow.
+// semantics of the CDI reference library: an env entry replaces an existing
+// KEY= in place (a duplicate appended would be shadowed by the first one).
 #include "gpuslice/cdi/apply.hpp"
 
 #include "gpuslice/cdi/names.hpp"

@@ -1,6 +1,7 @@
 #include "yaml_json.hpp"
 
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/strings.hpp"
 
 #include <yaml.h>
 
@@ -18,23 +19,11 @@ constexpr int kMaxDepth = 64;
 constexpr std::size_t kMaxNodes = 1 << 20;
 
 bool valid_utf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (len == 0 || i + len > s.size())
+  for (std::size_t i = 0; i < s.size();) {
+    const Utf8Char ch = decode_utf8(s, i);
+    if (!ch.valid)
       return false;
-    uint32_t cp = len == 1 ? c : c & (0x7f >> len);
-    for (std::size_t k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xc0) != 0x80)
-        return false;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-      return false;
-    i += len;
+    i += ch.len;
   }
   return true;
 }

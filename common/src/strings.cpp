@@ -17,6 +17,26 @@ std::vector<std::string> split(std::string_view text, char separator, EmptyParts
   }
 }
 
+Utf8Char decode_utf8(std::string_view text, std::size_t i) {
+  const auto c = static_cast<unsigned char>(text[i]);
+  if (c < 0x80)
+    return {c, 1, true};
+  const std::size_t len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+  if (len == 0 || i + len > text.size())
+    return {c, 1, false};
+  uint32_t cp = c & (0x7fu >> len);
+  for (std::size_t k = 1; k < len; ++k) {
+    const auto cc = static_cast<unsigned char>(text[i + k]);
+    if ((cc & 0xc0) != 0x80)
+      return {c, 1, false};
+    cp = (cp << 6) | (cc & 0x3f);
+  }
+  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+    return {c, 1, false};
+  return {cp, len, true};
+}
+
 std::string_view env_key(std::string_view entry) { return entry.substr(0, entry.find('=')); }
 
 bool env_sets(std::string_view entry, std::string_view key) {

@@ -1,6 +1,7 @@
 #include "gpuslice/common/toml_text.hpp"
 
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/strings.hpp"
 
 #include <cstdint>
 #include <map>
@@ -24,26 +25,13 @@ bool unsafe(uint32_t cp) {
 constexpr uint32_t kFirst2 = 0x500, kLast2 = 0x7FF;   // 2 bytes: Cyrillic supplement .. NKo
 constexpr uint32_t kFirst3 = 0x4E00, kLast3 = 0x9FFF; // 3 bytes: CJK ideographs
 
-struct Utf8Char {
-  uint32_t cp = 0;
-  std::size_t len = 1; // 1: ASCII or not valid UTF-8 (left to toml++)
-};
-
+// Each character of the text, valid UTF-8 or one raw byte (toml++ reports
+// invalid UTF-8 itself).
 Utf8Char decode(std::string_view text, std::size_t i) {
-  const auto c = static_cast<unsigned char>(text[i]);
-  if (c < 0x80)
-    return {c, 1};
-  const std::size_t len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 1;
-  if (len == 1 || i + len > text.size())
-    return {c, 1};
-  uint32_t cp = c & (0x7fu >> len);
-  for (std::size_t k = 1; k < len; ++k) {
-    const auto cc = static_cast<unsigned char>(text[i + k]);
-    if ((cc & 0xc0) != 0x80)
-      return {c, 1};
-    cp = (cp << 6) | (cc & 0x3f);
-  }
-  return {cp, len};
+  Utf8Char ch = decode_utf8(text, i);
+  if (!ch.valid)
+    ch.cp = static_cast<unsigned char>(text[i]);
+  return ch;
 }
 
 std::string encode(uint32_t cp) {

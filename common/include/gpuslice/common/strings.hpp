@@ -1,6 +1,8 @@
 // Small string helpers shared by the parsers of comma lists, PATH and paths.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +14,16 @@ enum class EmptyParts { keep, skip };
 
 // "a,,b" split on ',' -> {"a", "", "b"} (keep) or {"a", "b"} (skip); "" -> {""} or {}.
 std::vector<std::string> split(std::string_view text, char separator, EmptyParts empty);
+
+// One UTF-8 character of `text` at byte `i`: its code point and length.
+// Invalid UTF-8 (a stray or truncated byte, an overlong form, a surrogate,
+// past U+10FFFF) is one byte long and not valid.
+struct Utf8Char {
+  uint32_t cp = 0;
+  std::size_t len = 1;
+  bool valid = false;
+};
+Utf8Char decode_utf8(std::string_view text, std::size_t i);
 
 // The PATH of a process that has none of its own (hooks, runtime lookup).
 inline constexpr const char *kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 / Ubuntu 22.04 packages gpuslice builds and tests
-# with. Idempotent: does nothing when everything is already there.
+# Installs the Debian 12 packages gpuslice builds and tests with (Ubuntu
+# 22.04 lacks toml++: docs/dependencies.md). Idempotent: does nothing when
+# everything is already there.
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config git ca-certificates
   nlohmann-json3-dev libyaml-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libcli11-dev catch2
   clang libfuzzer-14-dev libclang-rt-14-dev
-  runc crun containerd busybox-static iproute2 python3 python3-pytest python3-grpcio python3-grpc-tools python3-protobuf
+  runc crun containerd busybox-static debootstrap iproute2 python3 python3-pytest python3-grpcio python3-grpc-tools python3-protobuf
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -93,8 +93,7 @@ int open_in_root(int root_fd, const std::string &path, int flags, Resolver resol
   return walk(root_fd, path, flags);
 }
 
-std::optional<std::string> read_file_in_root(const std::string &rootfs, const std::string &path, std::size_t max_size,
-                                             Resolver resolver) {
+std::optional<UniqueFd> open_regular_in_root(const std::string &rootfs, const std::string &path, Resolver resolver) {
   UniqueFd root(::open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (root.fd < 0)
     throw system_error("cannot open rootfs " + quote(rootfs));
@@ -116,7 +115,15 @@ std::optional<std::string> read_file_in_root(const std::string &rootfs, const st
   UniqueFd f(::open(("/proc/self/fd/" + std::to_string(where.fd)).c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
   if (f.fd < 0)
     throw system_error("cannot open " + shown);
-  return fs::read_fd(f.fd, shown, max_size);
+  return f;
+}
+
+std::optional<std::string> read_file_in_root(const std::string &rootfs, const std::string &path, std::size_t max_size,
+                                             Resolver resolver) {
+  std::optional<UniqueFd> f = open_regular_in_root(rootfs, path, resolver);
+  if (!f)
+    return std::nullopt;
+  return fs::read_fd(f->fd, quote(path) + " in rootfs " + quote(rootfs), max_size);
 }
 
 PathKind kind_in_root(const std::string &rootfs, const std::string &path) {

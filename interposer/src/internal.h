@@ -28,6 +28,9 @@ struct gs_real {
 extern struct gs_real gs_real;
 void *gs_real_dlsym(void *handle, const char *name);
 void *gs_libc_function(const char *name); /* libc_syms.c */
+/* fstat(2) without fstat@GLIBC_2.33 (cmake/glibc_floor/glibc_floor.h). */
+struct stat;
+int gs_fstat(int fd, struct stat *st); /* region.c */
 
 /* ---- lifecycle ---- */
 enum { GS_UNINIT = 0, GS_PASSTHROUGH = 1, GS_ENFORCE = 2 };

@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -33,6 +34,9 @@
 #endif
 
 struct gs_region *gs_reg;
+/* The kernel's struct stat is glibc's on x86_64 and aarch64. */
+int gs_fstat(int fd, struct stat *st) { return (int)syscall(SYS_fstat, fd, st); }
+
 static int my_index = -1;
 static int reg_fd = -1;
 static int reg_shared; /* mapped from the monitor's memfd, vs private memory */
@@ -157,7 +161,7 @@ void gs_region_open(const char *socket_path) {
     use_private("the region is not sealed against resizing");
     return;
   }
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != GS_REGION_SIZE) {
+  if (gs_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != GS_REGION_SIZE) {
     close(fd);
     use_private("the region has the wrong size");
     return;

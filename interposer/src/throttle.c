@@ -69,7 +69,7 @@ static void open_activity(void) {
   if (!path) return;
   activity_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   struct stat st;
-  if (activity_fd >= 0 && (fstat(activity_fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+  if (activity_fd >= 0 && (gs_fstat(activity_fd, &st) != 0 || !S_ISREG(st.st_mode))) {
     close(activity_fd);
     activity_fd = -1;
   }

@@ -2,6 +2,7 @@
 
 #include "gpuslice/shim/bundle.hpp"
 #include "gpuslice/shim/exec_env.hpp"
+#include "gpuslice/shim/image_glibc.hpp"
 #include "gpuslice/shim/sharing.hpp"
 
 namespace gpuslice::shim {
@@ -35,6 +36,7 @@ class Sharing final : public Modifier {
 public:
   explicit Sharing(sharing::Limits limits) : limits_(std::move(limits)) {}
   void modify(CreateContext &ctx) const override {
+    require_image_glibc(ctx.rootfs, GPUSLICE_GLIBC_FLOOR);
     const SharingFiles files = plan_sharing_files(limits_, ctx.rootfs);
     add_sharing_mounts(ctx.spec.json(), files, ctx.state_path, ctx.rootfs, ctx.config);
     ctx.plan.files.emplace_back("limits", files.limits);

@@ -12,6 +12,7 @@ import select
 import shutil
 import stat
 import subprocess
+import tempfile
 from pathlib import Path
 
 BUSYBOX = "/bin/busybox"
@@ -46,6 +47,65 @@ def build_busybox_rootfs(dest: Path) -> Path:
     (dest / "etc" / "passwd").write_text("root:x:0:0:root:/root:/bin/sh\n")
     (dest / "etc" / "group").write_text("root:x:0:\n")
     return dest
+
+
+DEBIAN_MIRRORS = ("http://deb.debian.org/debian", "http://archive.debian.org/debian")
+
+
+def debian_root(suite: str, cache_dir: Path | None = None) -> Path:
+    """A minimal Debian root (debootstrap --variant=minbase SUITE), made once
+    and kept in `cache_dir` (GPUSLICE_TEST_CACHE, default
+    /var/cache/gpuslice-tests): a real distribution image with its own glibc.
+    Never written to afterwards: mount it with `overlay_root`."""
+    cache_dir = Path(cache_dir or os.environ.get("GPUSLICE_TEST_CACHE", "/var/cache/gpuslice-tests"))
+    root = cache_dir / f"debian-{suite}-minbase"
+    if (root / "etc" / "debian_version").exists():
+        return root
+    if not shutil.which("debootstrap"):
+        raise RuntimeError("debootstrap missing: apt-get install debootstrap")
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    errors = []
+    for mirror in (os.environ.get("GPUSLICE_DEBIAN_MIRROR"),) + DEBIAN_MIRRORS:
+        if not mirror:
+            continue
+        tmp = Path(tempfile.mkdtemp(prefix=f".{suite}-", dir=cache_dir))
+        p = subprocess.run(["debootstrap", "--variant=minbase", suite, str(tmp), mirror],
+                           capture_output=True, text=True, timeout=900)
+        if p.returncode == 0:
+            try:
+                tmp.rename(root)  # whole or not at all
+            except OSError:
+                shutil.rmtree(tmp, ignore_errors=True)  # made by someone else meanwhile
+            return root
+        shutil.rmtree(tmp, ignore_errors=True)
+        errors.append(f"{mirror}: {(p.stdout + p.stderr).strip().splitlines()[-1:]}")
+    raise RuntimeError(f"debootstrap {suite} failed: " + "; ".join(errors))
+
+
+class OverlayRoot:
+    """A writable view of a read-only root: overlayfs with the changes in a
+    tmpfs (an upper dir on the host's own overlay or tmp would not always be
+    accepted). Unmount with close()."""
+
+    def __init__(self, lower: Path, where: Path):
+        self.where = where
+        self.changes = where / "changes"
+        self.path = where / "merged"
+        self.changes.mkdir(parents=True)
+        self.path.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "gpuslice-test", str(self.changes)], check=True)
+        (self.changes / "upper").mkdir()
+        (self.changes / "work").mkdir()
+        opts = f"lowerdir={lower},upperdir={self.changes}/upper,workdir={self.changes}/work"
+        try:
+            subprocess.run(["mount", "-t", "overlay", "overlay", "-o", opts, str(self.path)], check=True)
+        except subprocess.CalledProcessError:
+            subprocess.run(["umount", str(self.changes)], check=False)
+            raise
+
+    def close(self) -> None:
+        for m in (self.path, self.changes):
+            subprocess.run(["umount", "-l", str(m)], check=False)
 
 
 def runc_spec_template(workdir: Path, runc: str = "runc") -> dict:

@@ -9,7 +9,6 @@ container with a device that carries no limit gets the whole (fake) 1 GiB.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -18,19 +17,7 @@ from pathlib import Path
 import pytest
 
 import ocitest
-from conftest import gpuslice_hook_path, gpuslice_path, tool, write_gpuslice_config, RUNTIMES
-
-KIND = "nvidia.com/gpu"
-FAKE_TOTAL = 1 << 30
-FAKE_UUID0 = "GPU-facea2a3-a4a5-a6a7-a8a9-aaabacadae00"  # the fake driver's device 0
-
-
-def built(var: str) -> Path:
-    path = os.environ.get(var, "")
-    if not path or not os.path.exists(path):
-        pytest.fail(f"{var} is not set to a built file (ctest sets it); got {path!r}", pytrace=False)
-    return Path(path).resolve()
-
+from conftest import FAKE_TOTAL, FAKE_UUID0, KIND, built
 
 def copy_with_libs(binary: Path, root: Path, dest: str) -> None:
     """Copies a dynamic program and the glibc it needs into the rootfs, at the
@@ -53,63 +40,6 @@ def glibc_rootfs(tmp_path_factory) -> Path:
     root = ocitest.build_busybox_rootfs(tmp_path_factory.mktemp("glibc") / "rootfs")
     copy_with_libs(built("GPUSLICE_PROBE"), root, "/bin/probe")
     return root
-
-
-@pytest.fixture
-def fake_driver_spec(test_tmp) -> Path:
-    """A CDI spec as a GPU driver would ship it, for the fake driver: device
-    nodes, libcuda.so.1 mounted read-only, the library path; device 0 carries
-    a 256 MiB memory limit, device `whole` none."""
-    dev = test_tmp / "dev"
-    dev.mkdir()
-    for name, minor in (("nvidia0", 0), ("nvidiactl", 255)):
-        os.mknod(dev / name, 0o666 | 0o020000, os.makedev(195, minor))
-    libcuda = built("GPUSLICE_FAKE_CUDA")
-    spec = {
-        "cdiVersion": "0.6.0",
-        "kind": KIND,
-        "containerEdits": {
-            "env": ["LD_LIBRARY_PATH=/usr/local/nvidia/lib64", f"FAKE_CUDA_MEMORY={FAKE_TOTAL}"],
-            "deviceNodes": [{"path": "/dev/nvidiactl", "hostPath": str(dev / "nvidiactl")}],
-            "mounts": [{"hostPath": str(libcuda), "containerPath": "/usr/local/nvidia/lib64/libcuda.so.1",
-                        "options": ["ro", "nosuid", "nodev", "bind"]}],
-        },
-        "devices": [
-            {"name": "0", "containerEdits": {
-                "env": ["GPUSLICE_MEMORY_LIMIT=256Mi"],
-                "deviceNodes": [{"path": "/dev/nvidia0", "hostPath": str(dev / "nvidia0")}]}},
-            {"name": "whole", "containerEdits": {
-                "deviceNodes": [{"path": "/dev/nvidia0", "hostPath": str(dev / "nvidia0")}]}},
-            # two slices of GPU 0 (the fake's UUID), 100 + 156 MiB: the
-            # container gets their sum on that GPU
-            {"name": "slice1", "containerEdits": {
-                "env": [f"GPUSLICE_GPU_UUID={FAKE_UUID0}", "GPUSLICE_MEMORY_LIMIT=100Mi"],
-                "deviceNodes": [{"path": "/dev/nvidia0", "hostPath": str(dev / "nvidia0")}]}},
-            {"name": "slice2", "containerEdits": {
-                "env": [f"GPUSLICE_GPU_UUID={FAKE_UUID0}", "GPUSLICE_MEMORY_LIMIT=156Mi"],
-                "deviceNodes": [{"path": "/dev/nvidia0", "hostPath": str(dev / "nvidia0")}]}},
-            {"name": "burst", "containerEdits": {
-                "env": ["GPUSLICE_MEMORY_LIMIT=256Mi", "GPUSLICE_COMPUTE_LIMIT=30", "GPUSLICE_COMPUTE_POLICY=burst"],
-                "deviceNodes": [{"path": "/dev/nvidia0", "hostPath": str(dev / "nvidia0")}]}},
-        ],
-    }
-    spec_dir = test_tmp / "cdi"
-    spec_dir.mkdir()
-    (spec_dir / "fake-driver.json").write_text(json.dumps(spec, indent=2))
-    return spec_dir
-
-
-@pytest.fixture
-def sharing_runtime(request, plain_runtime, runtime_name, test_tmp, fake_driver_spec):
-    conf = write_gpuslice_config(test_tmp / "gpuslice.toml", [fake_driver_spec], tool(RUNTIMES[runtime_name]),
-                                 gpuslice_hook_path(request.config), test_tmp / "state", test_tmp / "log")
-    conf.write_text(conf.read_text().replace(
-        "[runtime]\n", f'[runtime]\ninterposer-path = "{built("GPUSLICE_INTERPOSER")}"\n', 1))
-    env = dict(os.environ, GPUSLICE_CONFIG=str(conf))
-    rt = ocitest.Runtime(f"gpuslice+{plain_runtime.name}", [gpuslice_path(request.config)], plain_runtime.root,
-                         env=env, lowlevel=plain_runtime)
-    yield rt, test_tmp / "state"
-    rt.cleanup()
 
 
 def run(rt, bundle, cid, device, script) -> tuple[int, str]:

@@ -5,6 +5,8 @@
 // equivalent walk one component at a time with O_NOFOLLOW.
 #pragma once
 
+#include "gpuslice/common/fd.hpp"
+
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -17,6 +19,12 @@ enum class Resolver { automatic, walk };
 // set on failure. `flags` are open(2) flags; O_NOFOLLOW applies to the last
 // component as usual.
 int open_in_root(int root_fd, const std::string &path, int flags, Resolver resolver = Resolver::automatic);
+
+// A read-only fd of the regular file `path` inside `rootfs`, or nullopt
+// when it does not exist. Throws Error when it is not a regular file (never
+// opened for reading then: a FIFO or a device could act) or cannot be opened.
+std::optional<UniqueFd> open_regular_in_root(const std::string &rootfs, const std::string &path,
+                                             Resolver resolver = Resolver::automatic);
 
 // The content of a regular file `path` inside `rootfs`, or nullopt when it
 // does not exist. Throws Error when it is not a regular file, is larger than

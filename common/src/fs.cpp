@@ -158,14 +158,16 @@ std::string clean_path(std::string_view path) {
     }
     i = j + 1;
   }
+  // Returned, not assigned: g++ 12 -O2 warns (-Wrestrict, a false positive,
+  // GCC PR 105329) on assigning "." to the string built below.
+  if (!abs && parts.empty())
+    return ".";
   std::string out = abs ? "/" : "";
   for (std::size_t k = 0; k < parts.size(); ++k) {
     if (k)
       out += '/';
     out += parts[k];
   }
-  if (out.empty())
-    out = ".";
   return out;
 }
 

@@ -70,7 +70,7 @@ def debian_root(suite: str, cache_dir: Path | None = None) -> Path:
             continue
         tmp = Path(tempfile.mkdtemp(prefix=f".{suite}-", dir=cache_dir))
         p = subprocess.run(["debootstrap", "--variant=minbase", suite, str(tmp), mirror],
-                           capture_output=True, text=True, timeout=900)
+                           capture_output=True, text=True, timeout=500)
         if p.returncode == 0:
             try:
                 tmp.rename(root)  # whole or not at all

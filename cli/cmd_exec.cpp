@@ -6,6 +6,7 @@
 // leaking into it.
 #include "commands.hpp"
 
+#include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fd.hpp"
 #include "gpuslice/sharing/activity.hpp"
@@ -26,10 +27,6 @@ extern "C" {
 #include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
-
-#ifndef GPUSLICE_INTERPOSER_PATH
-#define GPUSLICE_INTERPOSER_PATH "/usr/lib/gpuslice/libgpuslice-cuda.so"
-#endif
 
 namespace gpuslice::cli {
 
@@ -74,11 +71,15 @@ std::string parent_dir(const std::string &dir) {
   return pos == 0 ? "/" : dir.substr(0, pos);
 }
 
+// The interposer containers get: runtime.interposer-path of the config
+// (the compiled-in default when unset), or $GPUSLICE_INTERPOSER_LIB.
 std::string interposer_path() {
   const char *env = std::getenv("GPUSLICE_INTERPOSER_LIB");
-  std::string p = env && *env ? env : GPUSLICE_INTERPOSER_PATH;
+  std::string p = env && *env ? env : load_config(config_path()).interposer_path;
   if (::access(p.c_str(), R_OK) != 0)
-    throw system_error("interposer library " + gpuslice::quote(p) + " is not readable (set GPUSLICE_INTERPOSER_LIB)");
+    throw system_error("interposer library " + gpuslice::quote(p) +
+                       " is not readable (runtime.interposer-path in " + gpuslice::quote(config_path()) +
+                       ", or $GPUSLICE_INTERPOSER_LIB)");
   return p;
 }
 

@@ -2,17 +2,19 @@
 #include "commands.hpp"
 
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/install_paths.hpp"
 
 #include <iostream>
 
 int main(int argc, char **argv) {
   CLI::App app{"gpuslice: CDI GPU injection and GPU sharing for containers"};
-  app.set_version_flag("--version", "gpuslice " GPUSLICE_VERSION);
+  app.set_version_flag("--version", std::string("gpuslice ") + gpuslice::installed::kVersion);
   app.require_subcommand(1);
   gpuslice::cli::Action action;
   gpuslice::cli::register_cdi(app, action);
   gpuslice::cli::register_configure(app, action);
   gpuslice::cli::register_exec(app, action);
+  gpuslice::cli::register_version(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

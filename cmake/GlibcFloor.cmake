@@ -1,6 +1,7 @@
 # gpuslice_glibc_floor(target): the target's glibc references are bound to
 # the oldest symbol versions (cmake/glibc_floor/glibc_floor.h says why), so
-# it loads in container images with glibc >= 2.17. For C targets only.
+# it loads in container images with glibc >= 2.17. For the C test programs
+# that run in such images; the interposer reaches the floor by itself.
 set(GPUSLICE_GLIBC_FLOOR 2.17)  # the oldest glibc the interposer loads with
 
 function(gpuslice_glibc_floor target)

@@ -72,7 +72,9 @@ mkdir -p "$rootfs/bin"
 cp /bin/busybox "$rootfs/bin/busybox"
 for applet in sh ls cat env grep mount head; do ln -s busybox "$rootfs/bin/$applet"; done
 cp build/examples/cuda-alloc "$rootfs/bin/cuda-alloc"
-for lib in $(ldd build/examples/cuda-alloc | grep -o '/[^ ]*'); do
+# the image's glibc: what the program and the driver library need
+for lib in $(for f in build/examples/cuda-alloc build/tests/fakes/lib/libcuda.so.1; do ldd "$f"; done |
+             grep -o '/[^ ]*' | sort -u); do
   mkdir -p "$rootfs$(dirname "$lib")"
   cp -L "$lib" "$rootfs$lib"
 done
@@ -90,7 +92,9 @@ c["process"]["args"] = ["sh", "-c",
     "cat /dev/nvidia0 2>&1 | head -1; "
     "echo '-- /etc/ld.so.preload:'; cat /etc/ld.so.preload; "
     "echo '-- a CUDA program on a 1 GiB (simulated) GPU, limit 256 MiB: 300 MiB must fail, 200 MiB fit:'; "
-    "cuda-alloc 300 200; echo \"cuda-alloc exit status $?\""]
+    "out=$(cuda-alloc 300 200 2>&1); echo \"$out\"; "
+    "echo \"$out\" | grep -q '(300 MiB): CUDA_ERROR_OUT_OF_MEMORY' && echo \"$out\" | grep -q '(200 MiB): CUDA_SUCCESS' "
+    "&& echo '-- the limit held' || { echo '-- the limit did NOT hold'; exit 1; }"]
 c.setdefault("annotations", {})["cdi.k8s.io/demo-dra_claim-1"] = "nvidia.com/gpu=0"
 json.dump(c, open(path, "w"), indent=2)
 PY

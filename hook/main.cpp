@@ -22,12 +22,14 @@ using namespace gpuslice;
 
 namespace {
 
-const char *kUsage = "usage: gpuslice-hook createRuntime|prestart|createContainer|poststop < container-state.json\n"
-                     "  the OCI hook gpuslice-runtime adds to GPU containers; reads the OCI container state on stdin\n"
-                     "  createRuntime, prestart: record the container's init in <state-dir>/containers/<id>/\n"
-                     "    (0700, created when missing)\n"
-                     "  poststop: remove that directory\n"
-                     "  config: $GPUSLICE_CONFIG or /etc/gpuslice/config.toml ([runtime] state-dir)\n";
+const std::string kUsage =
+    std::string("usage: gpuslice-hook createRuntime|prestart|createContainer|poststop < container-state.json\n"
+                "  the OCI hook gpuslice-runtime adds to GPU containers; reads the OCI container state on stdin\n"
+                "  createRuntime, prestart: record the container's init in <state-dir>/containers/<id>/\n"
+                "    (0700, created when missing)\n"
+                "  poststop: remove that directory\n"
+                "  config: $GPUSLICE_CONFIG or ") +
+    kDefaultConfigPath + " ([runtime] state-dir)\n";
 
 // The container state, bounded: a hook's stdin is the runtime's, but nothing
 // read from outside is unbounded.
@@ -37,12 +39,12 @@ std::string read_stdin() { return fs::read_fd(0, "the container state on stdin",
 
 int main(int argc, char **argv) {
   if (argc != 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    std::fputs(kUsage, argc == 2 ? stdout : stderr);
+    std::fputs(kUsage.c_str(), argc == 2 ? stdout : stderr);
     return argc == 2 ? 0 : 2;
   }
   const std::string stage = argv[1];
   if (stage != "createRuntime" && stage != "prestart" && stage != "createContainer" && stage != "poststop") {
-    std::fprintf(stderr, "gpuslice-hook: unknown stage \"%s\"\n%s", stage.c_str(), kUsage);
+    std::fprintf(stderr, "gpuslice-hook: unknown stage \"%s\"\n%s", stage.c_str(), kUsage.c_str());
     return 2;
   }
   try {

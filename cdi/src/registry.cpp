@@ -4,6 +4,7 @@
 #include "gpuslice/cdi/validate.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/strings.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -272,11 +273,6 @@ std::vector<std::string> Registry::device_names() const {
   return names;
 }
 
-std::string join_dirs(const std::vector<std::string> &dirs) {
-  std::string out;
-  for (const auto &d : dirs)
-    out += (out.empty() ? "" : ", ") + d;
-  return out;
-}
+std::string join_dirs(const std::vector<std::string> &dirs) { return join(dirs, ", "); }
 
 } // namespace gpuslice::cdi

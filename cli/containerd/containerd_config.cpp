@@ -11,6 +11,7 @@
 
 #include "toml_text_edit.hpp"
 
+#include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 
@@ -193,7 +194,7 @@ toml::table handler_table(const toml::table *cri, const ConfigureOptions &option
       runtime_options = *source_options;
       if (auto runc_binary = runtime_options["BinaryName"].value<std::string>())
         notes.push_back("the runc handler runs " + quote(*runc_binary) +
-                        ": list it in `runtimes` of /etc/gpuslice/config.toml so that gpuslice-runtime runs it too");
+                        ": list it in `runtimes` of " + std::string(kDefaultConfigPath) + " so that gpuslice-runtime runs it too");
       runtime_options.erase("BinaryName");
       if (!runtime_options.empty()) {
         std::string names;

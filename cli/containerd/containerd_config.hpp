@@ -15,6 +15,8 @@
 //  - version 1 (no imports in practice): a marked block appended to the main file.
 #pragma once
 
+#include "gpuslice/common/install_paths.hpp"
+
 #include <sys/types.h>
 
 #include <string>
@@ -25,7 +27,7 @@ namespace gpuslice::containerd {
 struct ConfigureOptions {
   std::string config_path = "/etc/containerd/config.toml";
   std::string drop_in_path; // empty: <dir of config_path>/conf.d/99-gpuslice.toml
-  std::string runtime_path = "/usr/bin/gpuslice-runtime";
+  std::string runtime_path = installed::kRuntimePath;
   std::string handler_name = "gpuslice";
   bool set_as_default = false;
 };

@@ -1,5 +1,8 @@
-/* Binds the glibc calls of a library that is loaded into container images to
- * the oldest symbol versions, so that it loads on any glibc >= 2.17.
+/* Binds the glibc calls of a program or library built here that runs in
+ * container images (the fake driver and the probe of the old-glibc image
+ * test) to the oldest symbol versions, so that it loads on glibc >= 2.17.
+ * The interposer does not use this: it calls none of these functions (it
+ * finds the loader's at run time), so that it needs libc.so.6 alone.
  *
  * Why: glibc 2.34 moved dlopen & co. and the pthread functions from libdl
  * and libpthread into libc.so.6 under new versions (GLIBC_2.34), and 2.33
@@ -12,12 +15,11 @@
  * therefore names as NEEDED (cmake/GlibcFloor.cmake).
  *
  * Force-included (-include) by targets marked with gpuslice_glibc_floor().
- * A target that *defines* dlsym, dlvsym or dlmopen (the interposer's own
- * wrappers) is compiled with GS_GLIBC_FLOOR_OWN_DL: a .symver on a defined
- * name would version the definition instead. fstat has no old version at
- * all (it was an inline over __fxstat): the interposer calls the system
- * call (gs_fstat). This header includes nothing, so that the feature macros
- * (_GNU_SOURCE) of the file it is forced into still take effect.
+ * Not for a library that defines dlsym & co.: a .symver on a name the file
+ * defines versions the definition. fstat has no old version at all (it was
+ * an inline over __fxstat): not usable there. This header includes nothing,
+ * so that the feature macros (_GNU_SOURCE) of the file it is forced into
+ * still take effect.
  */
 #ifndef GPUSLICE_GLIBC_FLOOR_H
 #define GPUSLICE_GLIBC_FLOOR_H
@@ -44,11 +46,9 @@ GS_GLIBC_PIN(dlclose, GS_GLIBC_BASE);
 GS_GLIBC_PIN(dlerror, GS_GLIBC_BASE);
 GS_GLIBC_PIN(dladdr, GS_GLIBC_BASE);
 GS_GLIBC_PIN(dlinfo, GS_GLIBC_DLINFO);
-#ifndef GS_GLIBC_FLOOR_OWN_DL
 GS_GLIBC_PIN(dlsym, GS_GLIBC_BASE);
 GS_GLIBC_PIN(dlvsym, GS_GLIBC_BASE);
 GS_GLIBC_PIN(dlmopen, GS_GLIBC_DLMOPEN);
-#endif
 GS_GLIBC_PIN(pthread_create, GS_GLIBC_BASE);
 GS_GLIBC_PIN(pthread_once, GS_GLIBC_BASE);
 GS_GLIBC_PIN(pthread_key_create, GS_GLIBC_BASE);

@@ -105,6 +105,10 @@ Config parse_config(const std::string &toml_text, const std::string &origin) {
       get(*t, "target", c.log.target, "log");
       get(*t, "directory", c.log.directory, "log");
     }
+    for (const auto &[table_name, table] : root)
+      if (const auto *t = table.as_table())
+        for (const auto &[key, value] : *t)
+          c.from_file.insert(std::string(table_name.str()) + "." + std::string(key.str()));
     static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "critical", "off"};
     if (!levels.count(c.log.level))
       throw Error("log.level " + quote(c.log.level) + " is not one of trace, debug, info, warn, error, critical, off");

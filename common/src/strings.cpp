@@ -51,4 +51,14 @@ std::optional<std::string> env_value(const std::vector<std::string> &env, std::s
   return out;
 }
 
+std::string join(const std::vector<std::string> &items, std::string_view separator) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i)
+      out += separator;
+    out += items[i];
+  }
+  return out;
+}
+
 } // namespace gpuslice

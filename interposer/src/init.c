@@ -46,12 +46,23 @@ uint64_t gs_now_ns(void) {
 /* ---- the dynamic linker's lookups: the real ones, and the wrappers ---- */
 
 /* The C library's definitions (libc_syms.c: no lookup by name can reach
- * them past the wrappers below). */
+ * them past the wrappers below). The loader's other functions are found the
+ * same way rather than linked: before glibc 2.34 they live in libdl.so.2,
+ * which a process that never loads libcuda may not have, and naming it as
+ * needed would stop every program of an image that lacks it. A process that
+ * calls the driver has it (libcuda needs it, or the program dlopens). */
 typedef void *(*dlsym_fn)(void *, const char *);
 typedef void *(*dlvsym_fn)(void *, const char *, const char *);
 typedef void *(*dlmopen_fn)(Lmid_t, const char *, int);
-static _Atomic(void *) libc_fns[3];
-static const char *const libc_names[3] = {"dlsym", "dlvsym", "dlmopen"};
+typedef void *(*dlopen_fn)(const char *, int);
+typedef int (*dlclose_fn)(void *);
+typedef char *(*dlerror_fn)(void);
+typedef int (*dladdr_fn)(const void *, Dl_info *);
+typedef int (*dlinfo_fn)(void *, int, void *);
+enum { LIBC_DLSYM, LIBC_DLVSYM, LIBC_DLMOPEN, LIBC_DLOPEN, LIBC_DLCLOSE, LIBC_DLERROR, LIBC_DLADDR, LIBC_DLINFO, LIBC_N };
+static _Atomic(void *) libc_fns[LIBC_N];
+static const char *const libc_names[LIBC_N] = {"dlsym",   "dlvsym",  "dlmopen", "dlopen",
+                                               "dlclose", "dlerror", "dladdr",  "dlinfo"};
 
 static void *libc_fn(int i) {
   void *f = atomic_load_explicit(&libc_fns[i], memory_order_acquire);
@@ -63,16 +74,37 @@ static void *libc_fn(int i) {
 }
 
 static void *gs_libc_dlsym(void *handle, const char *name) {
-  dlsym_fn f = (dlsym_fn)libc_fn(0);
+  dlsym_fn f = (dlsym_fn)libc_fn(LIBC_DLSYM);
   return f ? f(handle, name) : NULL;
 }
 static void *gs_libc_dlvsym(void *handle, const char *name, const char *version) {
-  dlvsym_fn f = (dlvsym_fn)libc_fn(1);
+  dlvsym_fn f = (dlvsym_fn)libc_fn(LIBC_DLVSYM);
   return f ? f(handle, name, version) : NULL;
 }
 static void *gs_libc_dlmopen(Lmid_t lmid, const char *file, int mode) {
-  dlmopen_fn f = (dlmopen_fn)libc_fn(2);
+  dlmopen_fn f = (dlmopen_fn)libc_fn(LIBC_DLMOPEN);
   return f ? f(lmid, file, mode) : NULL;
+}
+void *gs_dlopen(const char *file, int mode) {
+  dlopen_fn f = (dlopen_fn)libc_fn(LIBC_DLOPEN);
+  return f ? f(file, mode) : NULL;
+}
+int gs_dlclose(void *handle) {
+  dlclose_fn f = (dlclose_fn)libc_fn(LIBC_DLCLOSE);
+  return f ? f(handle) : -1;
+}
+const char *gs_dlerror(void) {
+  dlerror_fn f = (dlerror_fn)libc_fn(LIBC_DLERROR);
+  const char *e = f ? f() : "the dynamic loader's functions are not loaded (libdl.so.2)";
+  return e ? e : "unknown error";
+}
+static int gs_dladdr(const void *addr, Dl_info *info) {
+  dladdr_fn f = (dladdr_fn)libc_fn(LIBC_DLADDR);
+  return f ? f(addr, info) : 0;
+}
+static int gs_dlinfo(void *handle, int request, void *arg) {
+  dlinfo_fn f = (dlinfo_fn)libc_fn(LIBC_DLINFO);
+  return f ? f(handle, request, arg) : -1;
 }
 
 void *gs_real_dlsym(void *handle, const char *name) { return gs_libc_dlsym(handle, name); }
@@ -127,16 +159,16 @@ static int limits_apply(void) {
 GS_EXPORT void *dlmopen(Lmid_t lmid, const char *file, int mode) {
   if (lmid != LM_ID_NEWLM || !limits_apply()) return gs_libc_dlmopen(lmid, file, mode);
   Dl_info self;
-  if (!dladdr((void *)&dlmopen, &self) || !self.dli_fname) return NULL;
+  if (!gs_dladdr((void *)&dlmopen, &self) || !self.dli_fname) return NULL;
   void *first = gs_libc_dlmopen(LM_ID_NEWLM, self.dli_fname, RTLD_NOW | RTLD_LOCAL);
   Lmid_t ns;
-  if (!first || dlinfo(first, RTLD_DI_LMID, &ns) != 0) {
+  if (!first || gs_dlinfo(first, RTLD_DI_LMID, &ns) != 0) {
     GS_LOG("dlmopen(%s): cannot start the new namespace with the interposer: refused", file ? file : "NULL");
-    if (first) dlclose(first);
+    if (first) gs_dlclose(first);
     return NULL; /* fail closed: dlerror() says why */
   }
   void *h = gs_libc_dlmopen(ns, file, mode);
-  if (!h) dlclose(first);
+  if (!h) gs_dlclose(first);
   return h;
 }
 
@@ -147,8 +179,8 @@ GS_EXPORT void *dlmopen(Lmid_t lmid, const char *file, int mode) {
 static CUresult missing_function(void) { return CUDA_ERROR_NOT_FOUND; }
 
 static void resolve_real(void) {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!h) GS_LOG("cannot load \"libcuda.so.1\": %s", dlerror());
+  void *h = gs_dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) GS_LOG("cannot load \"libcuda.so.1\": %s", gs_dlerror());
 #define GS_RESOLVE(name, params)                                                                   \
   gs_real.name = h ? (PFN_gs_##name)gs_real_dlsym(h, #name) : NULL;                                \
   if (!gs_real.name) gs_real.name = (PFN_gs_##name)(void (*)(void))missing_function;

@@ -27,6 +27,11 @@ struct gs_real {
 };
 extern struct gs_real gs_real;
 void *gs_real_dlsym(void *handle, const char *name);
+/* The loader's functions, found in the loaded libc (or libdl) at run time,
+ * never linked (init.c says why); NULL / -1 where they are not loaded. */
+void *gs_dlopen(const char *file, int mode);
+int gs_dlclose(void *handle);
+const char *gs_dlerror(void);
 void *gs_libc_function(const char *name); /* libc_syms.c */
 /* fstat(2) without fstat@GLIBC_2.33 (cmake/glibc_floor/glibc_floor.h). */
 struct stat;

@@ -13,9 +13,9 @@ typedef nvmlReturn_t (*mem_fn)(nvmlDevice_t, void *);
 typedef nvmlReturn_t (*uuid_fn)(nvmlDevice_t, char *, unsigned int);
 
 static void *real_nvml(const char *name) {
-  void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD);
+  void *h = gs_dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD);
   void *p = h ? gs_real_dlsym(h, name) : NULL;
-  if (h) dlclose(h);
+  if (h) gs_dlclose(h);
   return p ? p : gs_real_dlsym(RTLD_NEXT, name);
 }
 

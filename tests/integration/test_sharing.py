@@ -90,6 +90,23 @@ def test_two_slices_of_one_gpu_add_up(sharing_runtime, test_tmp, spec_template, 
 
 
 @pytest.mark.gpuslice
+def test_programs_start_in_an_image_with_libc_alone(sharing_runtime, test_tmp, spec_template, cid):
+    """The interposer is preloaded into every program: it may need nothing an
+    image can lack. An image with libc.so.6 but no libdl.so.2 (before glibc
+    2.34 the loader's functions live there) still runs its programs."""
+    rt, _ = sharing_runtime
+    root = ocitest.build_busybox_rootfs(test_tmp / "rootfs")
+    true = Path(shutil.which("true")).resolve()
+    copy_with_libs(true, root, "/bin/dynamic-true")
+    assert not list(root.rglob("libdl.so*")), "the image must lack libdl for this test"
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, root)
+    rc, out = run(rt, bundle, cid, "0", "cat /etc/ld.so.preload; /bin/dynamic-true && echo dynamic-program-ran")
+    assert rc == 0, out
+    assert "/run/gpuslice/libgpuslice-cuda.so" in out, out
+    assert "dynamic-program-ran" in out, out
+
+
+@pytest.mark.gpuslice
 def test_device_without_limit_gets_the_whole_gpu(sharing_runtime, test_tmp, spec_template, glibc_rootfs, cid):
     rt, _ = sharing_runtime
     bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)

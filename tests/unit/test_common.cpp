@@ -81,9 +81,13 @@ TEST_CASE("docs/config.md documents every key with its real default", "[common][
   CHECK(documented.runtimes == defaults.runtimes);
   CHECK(documented.accept_env_requests == defaults.accept_env_requests);
   CHECK(documented.default_kind == defaults.default_kind);
-  CHECK(documented.hook_path == defaults.hook_path);
+  // The doc shows the Debian package's paths (prefix /usr, multiarch
+  // libdir); a build's defaults are its own install dirs.
+  CHECK(documented.hook_path == "/usr/bin/gpuslice-hook");
+  CHECK(defaults.hook_path == installed::kHookPath);
   CHECK(documented.state_dir == defaults.state_dir);
-  CHECK(documented.interposer_path == defaults.interposer_path);
+  CHECK(documented.interposer_path == "/usr/lib/x86_64-linux-gnu/gpuslice/libgpuslice-cuda.so");
+  CHECK(defaults.interposer_path == installed::kInterposerPath);
   CHECK(documented.accept_gpushare_env == defaults.accept_gpushare_env);
   CHECK(documented.log.level == defaults.log.level);
   CHECK(documented.log.target == defaults.log.target);

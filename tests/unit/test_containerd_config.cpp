@@ -71,7 +71,7 @@ const toml::table &handler_in(const toml::table &file, const std::string &plugin
 
 void check_handler(const toml::table &handler, bool systemd_cgroup) {
   CHECK(handler["runtime_type"].value<std::string>() == "io.containerd.runc.v2");
-  CHECK(handler["options"]["BinaryName"].value<std::string>() == "/usr/bin/gpuslice-runtime");
+  CHECK(handler["options"]["BinaryName"].value<std::string>() == gpuslice::installed::kRuntimePath);
   CHECK(handler["options"]["SystemdCgroup"].value<bool>() ==
         (systemd_cgroup ? std::optional<bool>(true) : std::nullopt));
   const toml::array *a = handler["container_annotations"].as_array();
@@ -161,7 +161,7 @@ TEST_CASE("version 2 with SystemdCgroup: drop-in carries the whole CRI table", "
   CHECK(cri["registry"]["mirrors"]["docker.io"]["endpoint"][0].value<std::string>() == "https://mirror.example");
   // runc's own BinaryName is not copied to the gpuslice handler.
   CHECK(handler_in(drop_in, "io.containerd.grpc.v1.cri")["options"]["BinaryName"].value<std::string>() ==
-        "/usr/bin/gpuslice-runtime");
+        gpuslice::installed::kRuntimePath);
 
   std::string main_text = fs::read_file(o.config_path);
   toml::table main_table = text::parse(main_text, o.config_path);

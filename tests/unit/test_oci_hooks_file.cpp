@@ -3,6 +3,7 @@
 // its fields are checked here. The explicit env matters: without it the hook
 // may inherit an environment that came from the image (CVE-2025-23266).
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/install_paths.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -10,12 +11,13 @@
 #include <regex>
 
 TEST_CASE("oci-hooks.d file: version, hook, when and stages", "[packaging]") {
-  const std::string path = std::string(GPUSLICE_SOURCE_DIR) + "/packaging/common/oci-hooks.d/gpuslice.json";
+  // as configured for this build (packaging/CMakeLists.txt)
+  const std::string path = GPUSLICE_OCI_HOOKS_FILE;
   nlohmann::json j = nlohmann::json::parse(gpuslice::fs::read_file(path));
 
   CHECK(j.at("version") == "1.0.0");
   const auto &hook = j.at("hook");
-  CHECK(hook.at("path") == "/usr/bin/gpuslice-hook");
+  CHECK(hook.at("path") == gpuslice::installed::kHookPath);
   CHECK(hook.at("args") == nlohmann::json::array({"gpuslice-hook", "prestart"}));
   REQUIRE(hook.at("env").is_array());
   bool has_path = false;

@@ -27,6 +27,8 @@ except ImportError:  # Python 3.10 (Ubuntu 22.04): apt-get install python3-tomli
     import tomli as tomllib
 
 GPUSLICE = os.environ.get("GPUSLICE_BIN", "gpuslice")
+# the build's compiled-in <bindir>/gpuslice-runtime (cmake/InstallPaths.cmake)
+RUNTIME_PATH = os.environ.get("GPUSLICE_INSTALLED_RUNTIME", "/usr/bin/gpuslice-runtime")
 CONTAINERD = shutil.which("containerd") or "/usr/bin/containerd"
 CTR = shutil.which("ctr") or "/usr/bin/ctr"
 CRI_V2 = "io.containerd.grpc.v1.cri"
@@ -94,7 +96,7 @@ class ConfigureContainerd(unittest.TestCase):
     def assert_handler(self, plugin, systemd_cgroup):
         handler = plugin["containerd"]["runtimes"]["gpuslice"]
         self.assertEqual(handler["runtime_type"], "io.containerd.runc.v2")
-        self.assertEqual(handler["options"]["BinaryName"], "/usr/bin/gpuslice-runtime")
+        self.assertEqual(handler["options"]["BinaryName"], RUNTIME_PATH)
         self.assertEqual(handler["options"].get("SystemdCgroup", False), systemd_cgroup)
         self.assertEqual(handler["container_annotations"], ANNOTATIONS)
         # pod annotations are written by pod authors: never a device request

@@ -1,11 +1,13 @@
-// /etc/gpuslice/config.toml: written by root and trusted. Every key and its
+// /etc/gpuslice/config.toml (<sysconfdir>/gpuslice/config.toml): written by root and trusted. Every key and its
 // default is documented in docs/config.md; an unknown key is an error so that
 // a typo never silently falls back to a default.
 #pragma once
 
+#include "gpuslice/common/install_paths.hpp"
 #include "gpuslice/common/log.hpp"
 
 #include <array>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,7 +16,7 @@ namespace gpuslice {
 // Where CDI specs are, by default, in priority order (the CDI spec's own).
 inline constexpr std::array<const char *, 2> kDefaultSpecDirs{"/etc/cdi", "/var/run/cdi"};
 
-inline constexpr const char *kDefaultConfigPath = "/etc/gpuslice/config.toml";
+inline constexpr const char *kDefaultConfigPath = installed::kConfigPath;
 
 struct Config {
   // [cdi]
@@ -24,12 +26,15 @@ struct Config {
   std::vector<std::string> runtimes{"runc", "crun"};
   bool accept_env_requests = false;
   std::string default_kind = "nvidia.com/gpu";
-  std::string hook_path = "/usr/bin/gpuslice-hook";
+  std::string hook_path = installed::kHookPath;
   std::string state_dir = "/run/gpuslice";
-  std::string interposer_path = "/usr/lib/gpuslice/libgpuslice-cuda.so";
+  std::string interposer_path = installed::kInterposerPath;
   bool accept_gpushare_env = false;
   // [log]
   log::Options log;
+  // The keys the config file set ("runtime.hook-path"); the others are the
+  // compiled-in defaults above.
+  std::set<std::string> from_file;
 };
 
 // Path from $GPUSLICE_CONFIG (read with secure_getenv) or the default.

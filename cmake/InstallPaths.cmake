@@ -15,8 +15,12 @@ set(GPUSLICE_OCI_HOOKS_INSTALL_DIR "${CMAKE_INSTALL_DATADIR}/containers/oci/hook
 
 # The version: the project's, plus the git revision in a development build
 # (a checkout; a release tarball has no .git). Read at configure time.
+# Packages pass theirs (GPUSLICE_VERSION, packaging/build.sh).
+set(GPUSLICE_VERSION "" CACHE STRING "version the programs report (default: project version, +git.REV in a checkout)")
 set(GPUSLICE_VERSION_STRING "${PROJECT_VERSION}")
-if(EXISTS "${PROJECT_SOURCE_DIR}/.git")
+if(GPUSLICE_VERSION)
+  set(GPUSLICE_VERSION_STRING "${GPUSLICE_VERSION}")
+elseif(EXISTS "${PROJECT_SOURCE_DIR}/.git")
   find_program(GPUSLICE_GIT git)
   if(GPUSLICE_GIT)
     execute_process(COMMAND "${GPUSLICE_GIT}" -C "${PROJECT_SOURCE_DIR}" rev-parse --short=12 HEAD

@@ -52,13 +52,13 @@ def build_busybox_rootfs(dest: Path) -> Path:
 DEBIAN_MIRRORS = ("http://deb.debian.org/debian", "http://archive.debian.org/debian")
 
 
-def debian_root(suite: str, cache_dir: Path | None = None) -> Path:
+def debian_root(suite: str, cache_dir: Path | None = None, include: tuple[str, ...] = ()) -> Path:
     """A minimal Debian root (debootstrap --variant=minbase SUITE), made once
     and kept in `cache_dir` (GPUSLICE_TEST_CACHE, default
     /var/cache/gpuslice-tests): a real distribution image with its own glibc.
     Never written to afterwards: mount it with `overlay_root`."""
     cache_dir = Path(cache_dir or os.environ.get("GPUSLICE_TEST_CACHE", "/var/cache/gpuslice-tests"))
-    root = cache_dir / f"debian-{suite}-minbase"
+    root = cache_dir / ("-".join((f"debian-{suite}-minbase",) + include))
     if (root / "etc" / "debian_version").exists():
         return root
     if not shutil.which("debootstrap"):
@@ -69,7 +69,8 @@ def debian_root(suite: str, cache_dir: Path | None = None) -> Path:
         if not mirror:
             continue
         tmp = Path(tempfile.mkdtemp(prefix=f".{suite}-", dir=cache_dir))
-        p = subprocess.run(["debootstrap", "--variant=minbase", suite, str(tmp), mirror],
+        extra = [f"--include={','.join(include)}"] if include else []
+        p = subprocess.run(["debootstrap", "--variant=minbase", *extra, suite, str(tmp), mirror],
                            capture_output=True, text=True, timeout=500)
         if p.returncode == 0:
             try:

@@ -94,6 +94,32 @@ TEST_CASE("docs/config.md documents every key with its real default", "[common][
   CHECK(documented.log.directory == defaults.log.directory);
 }
 
+TEST_CASE("the installed config file: every key commented out, each one the documented value", "[common][config]") {
+  const std::string text = fs::read_file(GPUSLICE_CONFIG_FILE);
+  const Config installed_config = parse_config(text, "config.toml");
+  CHECK(installed_config.from_file.empty()); // the compiled-in defaults apply
+  // Uncommented, it is the doc's block: every key there, with its value.
+  std::string uncommented;
+  std::size_t keys = 0;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string line = text.substr(at, end - at);
+    if (line.size() > 1 && line[0] == '#' && line[1] >= 'a' && line[1] <= 'z') {
+      line.erase(0, 1);
+      ++keys;
+    }
+    uncommented += line + "\n";
+    at = end + 1;
+  }
+  const Config documented = parse_config(uncommented, "config.toml, uncommented");
+  CHECK(documented.from_file.size() == keys);
+  CHECK(keys >= 12);
+  CHECK(documented.hook_path == "/usr/bin/gpuslice-hook");
+  CHECK(documented.spec_dirs == Config{}.spec_dirs);
+}
+
 TEST_CASE("every valid TOML parses: French, Portuguese, Chinese, emoji in comments, strings and keys", "[common][config]") {
   // Before: the characters toml++ 3.3 cannot test for white space were
   // refused anywhere, `# réglages` failing every container's create.

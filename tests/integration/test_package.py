@@ -30,7 +30,8 @@ def deb(tmp_path_factory) -> Path:
     if os.environ.get("GPUSLICE_DEB"):  # a .deb built before (to iterate on these tests)
         return Path(os.environ["GPUSLICE_DEB"]).resolve()
     dist = tmp_path_factory.mktemp("dist")
-    env = dict(os.environ, DIST=str(dist))
+    # no -dbgsym package: the tests do not need it, and it takes time
+    env = dict(os.environ, DIST=str(dist), DEB_BUILD_OPTIONS="noddebs")
     for var in ("CC", "CXX"):
         if os.environ.get(f"GPUSLICE_PACKAGE_{var}"):
             env[var] = os.environ[f"GPUSLICE_PACKAGE_{var}"]

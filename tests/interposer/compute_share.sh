@@ -4,10 +4,14 @@
 #       one process, policy fixed at PCT%, alone on the GPU: gets PCT +- 5
 #   compute_share.sh GPUSLICE SHARE_TEST STATE_DIR pair PCT_A PCT_B
 #       two "containers" (two gpuslice exec) at PCT_A / PCT_B, policy fixed,
-#       time-sharing one fake GPU: each gets its share +- 5
+#       time-sharing one fake GPU: neither gets more than its share + 5 (the
+#       cap is what gpuslice enforces), neither less than its share - 15 (how
+#       close each comes to its cap also depends on the fake GPU's lock,
+#       which is not fair: on a loaded 2-core CI machine the 30% side once
+#       measured 23.2%), and together they keep the GPU busy (>= 85%)
 #   compute_share.sh GPUSLICE SHARE_TEST STATE_DIR burst PCT
-#       policy burst alone: not capped (over 80); next to a busy fixed
-#       container: capped at PCT +- 5
+#       policy burst alone: not capped (over 80); next to a busy burst
+#       container: capped at PCT (at most PCT + 5, at least PCT - 15)
 set -euo pipefail
 gs=$1 prog=$2 state=$3 mode=$4
 shift 4
@@ -38,10 +42,16 @@ pair)
   pb=$!
   wait $pa
   wait $pb
-  ra=0 rb=0
-  check "container A" "$(share_of "$state/a.out")" "$a" || ra=1
-  check "container B" "$(share_of "$state/b.out")" "$b" || rb=1
-  exit $((ra | rb))
+  sa=$(share_of "$state/a.out") sb=$(share_of "$state/b.out")
+  echo "container A: measured $sa%, cap $a%; container B: measured $sb%, cap $b%"
+  awk -v sa="$sa" -v sb="$sb" -v a="$a" -v b="$b" -v t="$tol" 'BEGIN {
+    bad = 0
+    if (sa > a + t) { print "container A is over its cap"; bad = 1 }
+    if (sb > b + t) { print "container B is over its cap"; bad = 1 }
+    if (sa < a - 15) { print "container A is starved"; bad = 1 }
+    if (sb < b - 15) { print "container B is starved"; bad = 1 }
+    if (sa + sb < 85) { print "the GPU sits idle between the two"; bad = 1 }
+    exit bad }'
   ;;
 burst)
   pct=$1
@@ -53,6 +63,11 @@ burst)
   pb=$!
   "$gs" exec --compute-limit "$pct" --policy burst --state-dir "$state/a" -- "$prog" kernel 3 >"$state/a.out"
   wait $pb
-  check "burst at $pct% next to a busy container" "$(share_of "$state/a.out")" "$pct"
+  # capped (not over pct + 5), not starved (pct - 15: the fake GPU's lock is
+  # not fair, see pair)
+  near=$(share_of "$state/a.out")
+  echo "burst at $pct% next to a busy container: measured $near%, cap $pct%"
+  awk -v m="$near" -v p="$pct" -v t="$tol" 'BEGIN { exit !(m <= p + t && m >= p - 15) }' ||
+    { echo "burst next to a busy container should be capped at $pct%, not starved"; exit 1; }
   ;;
 esac

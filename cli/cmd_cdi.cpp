@@ -48,7 +48,7 @@ int run_list(const CdiOptions &o) {
   print_errors(registry);
   const auto names = registry.device_names();
   if (names.empty()) // an empty answer must not look like a broken command
-    std::cerr << "gpuslice: no CDI device in " << cdi::join_dirs(dirs) << "\n";
+    std::cerr << "gpuslice: no CDI device in " << join(dirs, ", ") << "\n";
   if (o.output_format == "json") {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (const auto &n : names)

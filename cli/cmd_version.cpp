@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
 namespace gpuslice::cli {
@@ -30,11 +29,10 @@ void row(const char *name, const std::string &value, const std::string &from, co
 
 int run_version() {
   const std::string file = config_path();
-  const char *env = ::secure_getenv("GPUSLICE_CONFIG");
   const bool file_exists = ::access(file.c_str(), F_OK) == 0;
   const Config c = load_config(file);
   std::printf("gpuslice %s (prefix %s)\n", installed::kVersion, installed::kPrefix);
-  row("config", file, env && *env ? "$GPUSLICE_CONFIG" : "compiled-in default",
+  row("config", file, file == kDefaultConfigPath ? "compiled-in default" : "$GPUSLICE_CONFIG",
       file_exists ? "" : "  [not found: every key has its default]");
   row("hook-path", c.hook_path, origin(c, "runtime.hook-path", file), presence(c.hook_path));
   row("interposer-path", c.interposer_path, origin(c, "runtime.interposer-path", file), presence(c.interposer_path));

@@ -294,7 +294,7 @@ ContainerEdits collect_edits(const Registry &registry, const std::vector<std::st
     for (const auto &n : unresolved)
       names += (names.empty() ? "" : ", ") + quote(n);
     std::string msg = "unresolvable CDI device" + std::string(unresolved.size() > 1 ? "s " : " ") + names +
-                      " (spec dirs searched: " + join_dirs(registry.spec_dirs()) + ")";
+                      " (spec dirs searched: " + join(registry.spec_dirs(), ", ") + ")";
     if (!registry.errors().empty()) {
       std::set<std::string> bad;
       for (const auto &e : registry.errors())

@@ -4,7 +4,6 @@
 #include "gpuslice/cdi/validate.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
-#include "gpuslice/common/strings.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -273,6 +272,5 @@ std::vector<std::string> Registry::device_names() const {
   return names;
 }
 
-std::string join_dirs(const std::vector<std::string> &dirs) { return join(dirs, ", "); }
 
 } // namespace gpuslice::cdi

@@ -34,18 +34,6 @@ Utf8Char decode(std::string_view text, std::size_t i) {
   return ch;
 }
 
-std::string encode(uint32_t cp) {
-  std::string out;
-  if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-  } else {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-  }
-  out += static_cast<char>(0x80 | (cp & 0x3F));
-  return out;
-}
-
 // Original character -> stand-in, and back, for one text.
 struct Substitution {
   std::map<std::string, std::string> forward, back;
@@ -70,7 +58,7 @@ std::string substitute(std::string_view text, Substitution &s) {
       ++next;
     if (next > last)
       throw Error("too many different non-ASCII characters for this system's TOML library (toml++ 3.3)");
-    return encode(next++);
+    return encode_utf8(next++);
   };
   std::string out;
   out.reserve(text.size());

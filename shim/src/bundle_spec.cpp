@@ -49,10 +49,12 @@ std::map<std::string, std::string> BundleSpec::annotations() const {
   return out;
 }
 
-std::vector<std::string> BundleSpec::process_env() const {
+std::vector<std::string> BundleSpec::process_env() const { return shim::process_env(doc_); }
+
+std::vector<std::string> process_env(const cdi::OciSpec &doc) {
   std::vector<std::string> out;
-  auto p = doc_.find("process");
-  if (p == doc_.end() || !p->is_object())
+  auto p = doc.find("process");
+  if (p == doc.end() || !p->is_object())
     return out;
   auto env = p->find("env");
   if (env == p->end() || !env->is_array())

@@ -5,6 +5,7 @@
 #include "gpuslice/common/json_text.hpp"
 #include "gpuslice/common/rootfs.hpp"
 #include "gpuslice/common/strings.hpp"
+#include "gpuslice/shim/bundle_spec.hpp"
 
 extern "C" {
 #include "gpuslice/region.h"
@@ -22,20 +23,6 @@ static_assert(std::string_view(GS_DEFAULT_REGION_SOCKET) == "/run/gpuslice/regio
 namespace {
 
 constexpr std::size_t kMaxPreloadSize = 64 * 1024;
-
-std::vector<std::string> process_env(const cdi::OciSpec &oci) {
-  std::vector<std::string> out;
-  auto p = oci.find("process");
-  if (p == oci.end() || !p->is_object())
-    return out;
-  auto env = p->find("env");
-  if (env == p->end() || !env->is_array())
-    return out;
-  for (const auto &e : *env)
-    if (e.is_string())
-      out.push_back(e.get<std::string>());
-  return out;
-}
 
 // Read-only, and nothing in it runs with privileges or as a device.
 cdi::OciSpec bind_mount(const std::string &source, const std::string &destination) {

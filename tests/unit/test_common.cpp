@@ -148,17 +148,7 @@ TEST_CASE("every valid TOML parses: French, Portuguese, Chinese, emoji in commen
                           "\xef\xac\xbb)i =\x15\x01\x0ey"})
     CHECK_THROWS_AS(parse_toml(bad, "f"), Error);
   // Every edge of the unsafe ranges, in a string and in a comment.
-  auto utf8 = [](uint32_t cp) {
-    std::string s;
-    if (cp < 0x800) {
-      s += static_cast<char>(0xC0 | (cp >> 6));
-    } else {
-      s += static_cast<char>(0xE0 | (cp >> 12));
-      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    }
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-    return s;
-  };
+  const auto utf8 = encode_utf8;
   for (uint32_t cp : {0xA0u, 0xA1u, 0x499u, 0x49Au, 0x2C5Du, 0x2C5Eu, 0x2FFFu, 0x3000u, 0x3001u, 0x3057u, 0x3058u,
                       0xFB25u, 0xFB26u, 0xFEFEu, 0xFEFFu}) {
     CAPTURE(cp);

@@ -81,7 +81,5 @@ public:
   bool uses_inotify() const;
 };
 
-// "/etc/cdi, /var/run/cdi" for messages.
-std::string join_dirs(const std::vector<std::string> &dirs);
 
 } // namespace gpuslice::cdi

@@ -24,6 +24,8 @@ struct Utf8Char {
   bool valid = false;
 };
 Utf8Char decode_utf8(std::string_view text, std::size_t i);
+// The UTF-8 bytes of code point `cp` (<= U+10FFFF).
+std::string encode_utf8(uint32_t cp);
 
 // The PATH of a process that has none of its own (hooks, runtime lookup).
 inline constexpr const char *kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";

@@ -38,4 +38,7 @@ private:
   cdi::OciSpec doc_;
 };
 
+// process.env of an OCI spec: its string entries (none when absent).
+std::vector<std::string> process_env(const cdi::OciSpec &doc);
+
 } // namespace gpuslice::shim

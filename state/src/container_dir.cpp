@@ -19,6 +19,8 @@ namespace {
 
 constexpr const char *kCreator = "creator";
 constexpr const char *kInit = "init";
+constexpr const char *kFormat = "format";
+constexpr std::string_view kFormatPrefix = "gpuslice-state ";
 constexpr std::string_view kTempPrefix = ".new-";
 
 void check_id(const std::string &id) {
@@ -94,15 +96,31 @@ std::optional<ProcessId> read_record(int dir_fd, const char *name) {
   return p;
 }
 
-void write_record(int dir_fd, const char *name, const ProcessId &p, const std::string &shown) {
+void write_text(int dir_fd, const char *name, const std::string &text, const std::string &shown) {
   const std::string tmp = std::string(".") + name + ".tmp";
   UniqueFd fd(::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
-  const std::string text = format(p);
   if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
     throw system_error("cannot write " + quote(shown + "/" + name));
   fd.reset();
   if (::renameat(dir_fd, tmp.c_str(), dir_fd, name) != 0)
     throw system_error("cannot write " + quote(shown + "/" + name));
+}
+
+// "gpuslice-state N\n", N > 0.
+std::optional<int> parse_format_record(std::string_view text) {
+  if (text.size() <= kFormatPrefix.size() + 1 || text.substr(0, kFormatPrefix.size()) != kFormatPrefix ||
+      text.back() != '\n')
+    return std::nullopt;
+  const auto digits = text.substr(kFormatPrefix.size(), text.size() - kFormatPrefix.size() - 1);
+  int number = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
+  if (ec != std::errc() || end != digits.data() + digits.size() || number <= 0)
+    return std::nullopt;
+  return number;
+}
+
+void write_record(int dir_fd, const char *name, const ProcessId &p, const std::string &shown) {
+  write_text(dir_fd, name, format(p), shown);
 }
 
 // Live: its init (once recorded), else its creator, still runs. A
@@ -153,6 +171,25 @@ bool is_safe_container_id(std::string_view id) {
   return true;
 }
 
+int read_state_format(int dir_fd, const std::string &shown) {
+  UniqueFd fd(::openat(dir_fd, kFormat, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) {
+    if (errno == ENOENT)
+      return 1; // written before the record existed: format 1's layout
+    throw system_error("cannot open " + quote(shown + "/" + kFormat));
+  }
+  char buf[64];
+  const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+  const auto number = parse_format_record(std::string_view(buf, n > 0 ? static_cast<std::size_t>(n) : 0));
+  if (!number)
+    throw Error(quote(shown + "/" + kFormat) + " is not \"" + std::string(kFormatPrefix) + "N\"");
+  if (*number > kStateFormat)
+    throw Error("state " + quote(shown) + " has format " + std::to_string(*number) +
+                ", written by a newer gpuslice; this one reads formats up to " + std::to_string(kStateFormat) +
+                " (downgraded under running containers? stop them or reinstall the newer version)");
+  return *number;
+}
+
 std::optional<ProcessId> process_id(int pid) {
   if (pid <= 0)
     return std::nullopt;
@@ -201,6 +238,7 @@ ContainerDir create_container_dir(const std::string &state_dir, const std::strin
   UniqueFd dir = open_or_make_dir(containers.get(), temp, path);
   secure(dir.get(), path);
   try {
+    write_text(dir.get(), kFormat, std::string(kFormatPrefix) + std::to_string(kStateFormat) + "\n", path);
     write_record(dir.get(), kCreator, *me, path);
     if (::syscall(SYS_renameat2, containers.get(), temp.c_str(), containers.get(), id.c_str(), RENAME_NOREPLACE) != 0)
       throw errno == EEXIST ? Error("container id " + quote(id) + " is already in use (state " + quote(path) + ")")
@@ -223,6 +261,7 @@ ContainerDir record_init(const std::string &state_dir, const std::string &id, in
     ContainerDir created = create_container_dir(state_dir, id);
     dir = std::move(created.fd);
   }
+  read_state_format(dir.get(), path);
   const auto init = process_id(init_pid);
   if (!init)
     throw Error("container " + quote(id) + ": init process " + std::to_string(init_pid) + " is not running");

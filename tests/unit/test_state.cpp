@@ -112,6 +112,32 @@ TEST_CASE("state dir: init recorded by the hook decides liveness; remove only wh
   CHECK_FALSE(exists(mine.path));
 }
 
+TEST_CASE("state dir: carries its format; an older layout is read, a newer one refused, either removed",
+          "[state]") {
+  TempDir t;
+  const std::string state = t / "state";
+  auto dir = create_container_dir(state, "c");
+  CHECK(fs::read_file(dir.path + "/format") == "gpuslice-state " + std::to_string(kStateFormat) + "\n");
+  CHECK(read_state_format(dir.fd.get(), dir.path) == kStateFormat);
+
+  // Started by a gpuslice from before the record: its hook run after an upgrade works.
+  REQUIRE(::unlink((dir.path + "/format").c_str()) == 0);
+  CHECK(read_state_format(dir.fd.get(), dir.path) == 1);
+  CHECK_NOTHROW(record_init(state, "c", static_cast<int>(::getpid())));
+
+  // Written by a newer gpuslice (a downgrade under a running container): refused, naming both formats.
+  t.write("state/containers/c/format", "gpuslice-state 99\n");
+  CHECK_THROWS_WITH(record_init(state, "c", static_cast<int>(::getpid())),
+                    Catch::Contains("has format 99") && Catch::Contains("up to " + std::to_string(kStateFormat)));
+  for (const char *bad : {"", "gpuslice-state\n", "gpuslice-state 1", "gpuslice-state x\n", "gpuslice-state 0\n",
+                          "gpuslice-state -1\n", "gpuslice-state 1 \n", "gpuslice-state 99999999999\n"}) {
+    t.write("state/containers/c/format", bad);
+    CHECK_THROWS_WITH(read_state_format(dir.fd.get(), dir.path), Catch::Contains("is not \"gpuslice-state N\""));
+  }
+  remove_container_dir(state, "c"); // whatever its format
+  CHECK_FALSE(exists(dir.path));
+}
+
 TEST_CASE("state dir: collect_stale removes what no runtime knows, temporaries included", "[state]") {
   TempDir t;
   const std::string state = t / "state";

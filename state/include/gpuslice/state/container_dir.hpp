@@ -10,6 +10,13 @@
 // process is gone belongs to no runtime any more ("stale") and is collected
 // by the next create; a live one is never reused: a second create with a
 // running container's id is refused instead of resetting its state.
+//
+// The layout has a format number (`format`: "gpuslice-state N"), so that a
+// package upgrade can leave running containers alone: the new runtime, hook
+// and monitor read what an older one wrote (a directory without `format`
+// predates the record and has format 1's layout), and refuse, naming both
+// numbers, a format newer than theirs (a downgrade under running
+// containers). Removing a directory never depends on its format.
 #pragma once
 
 #include "gpuslice/common/fd.hpp"
@@ -24,6 +31,14 @@ namespace gpuslice::state {
 // A container id usable as one path component: [A-Za-z0-9_.-], not "." or
 // "..", at most 255 bytes. (containerd and runc ids already satisfy this.)
 bool is_safe_container_id(std::string_view id);
+
+// The layout this build writes and the newest it reads.
+inline constexpr int kStateFormat = 1;
+
+// The format of the state directory `dir_fd` (shown as `shown` in errors):
+// 1 when it has no record. Throws Error when the record is unreadable or
+// newer than kStateFormat.
+int read_state_format(int dir_fd, const std::string &shown);
 
 struct ContainerDir {
   std::string path;
@@ -46,9 +61,9 @@ bool process_alive(const ProcessId &p);
 // collected first; a live one is an error naming the id. Throws Error.
 ContainerDir create_container_dir(const std::string &state_dir, const std::string &id);
 
-// Opens the directory (creating it, as above, when missing) and records
-// `init`. A directory whose recorded init is another live process is an
-// error (the id is in use). Throws Error.
+// Opens the directory (creating it, as above, when missing), checks its
+// format and records `init`. A directory whose recorded init is another
+// live process is an error (the id is in use). Throws Error.
 ContainerDir record_init(const std::string &state_dir, const std::string &id, int init_pid);
 
 // Whether <state_dir>/containers/<id> exists (a symlink there does not count).

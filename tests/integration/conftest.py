@@ -14,6 +14,7 @@ import itertools
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -216,44 +217,53 @@ def built(var: str) -> Path:
     return Path(path).resolve()
 
 
-@pytest.fixture
-def fake_driver_spec(test_tmp) -> Path:
+def fake_driver_cdi_spec(dev_dir: Path, libcuda: str, spec_dev_dir: str = "") -> dict:
     """A CDI spec as a GPU driver would ship it, for the fake driver: device
-    nodes, libcuda.so.1 mounted read-only, the library path; device 0 carries
-    a 256 MiB memory limit, device `whole` none."""
-    dev = test_tmp / "dev"
-    dev.mkdir()
+    nodes made in `dev_dir` (named in the spec as under `spec_dev_dir`, when
+    the spec is read in another root, test_package), `libcuda` mounted
+    read-only as libcuda.so.1, the library path; device 0 carries a 256 MiB
+    memory limit, device `whole` none."""
     for name, minor in (("nvidia0", 0), ("nvidiactl", 255)):
-        os.mknod(dev / name, 0o666 | 0o020000, os.makedev(195, minor))
-    libcuda = built("GPUSLICE_FAKE_CUDA")
-    spec = {
+        os.mknod(dev_dir / name, 0o666 | 0o020000, os.makedev(195, minor))
+
+    def node(name: str) -> dict:
+        return {"path": f"/dev/{name}", "hostPath": f"{spec_dev_dir or dev_dir}/{name}"}
+    return {
         "cdiVersion": "0.6.0",
         "kind": KIND,
         "containerEdits": {
             "env": ["LD_LIBRARY_PATH=/usr/local/nvidia/lib64", f"FAKE_CUDA_MEMORY={FAKE_TOTAL}"],
-            "deviceNodes": [{"path": "/dev/nvidiactl", "hostPath": str(dev / "nvidiactl")}],
+            "deviceNodes": [node("nvidiactl")],
             "mounts": [{"hostPath": str(libcuda), "containerPath": "/usr/local/nvidia/lib64/libcuda.so.1",
                         "options": ["ro", "nosuid", "nodev", "bind"]}],
         },
         "devices": [
             {"name": "0", "containerEdits": {
                 "env": ["GPUSLICE_MEMORY_LIMIT=256Mi"],
-                "deviceNodes": [{"path": "/dev/nvidia0", "hostPath": str(dev / "nvidia0")}]}},
+                "deviceNodes": [node("nvidia0")]}},
             {"name": "whole", "containerEdits": {
-                "deviceNodes": [{"path": "/dev/nvidia0", "hostPath": str(dev / "nvidia0")}]}},
+                "deviceNodes": [node("nvidia0")]}},
             # two slices of GPU 0 (the fake's UUID), 100 + 156 MiB: the
             # container gets their sum on that GPU
             {"name": "slice1", "containerEdits": {
                 "env": [f"GPUSLICE_GPU_UUID={FAKE_UUID0}", "GPUSLICE_MEMORY_LIMIT=100Mi"],
-                "deviceNodes": [{"path": "/dev/nvidia0", "hostPath": str(dev / "nvidia0")}]}},
+                "deviceNodes": [node("nvidia0")]}},
             {"name": "slice2", "containerEdits": {
                 "env": [f"GPUSLICE_GPU_UUID={FAKE_UUID0}", "GPUSLICE_MEMORY_LIMIT=156Mi"],
-                "deviceNodes": [{"path": "/dev/nvidia0", "hostPath": str(dev / "nvidia0")}]}},
+                "deviceNodes": [node("nvidia0")]}},
             {"name": "burst", "containerEdits": {
                 "env": ["GPUSLICE_MEMORY_LIMIT=256Mi", "GPUSLICE_COMPUTE_LIMIT=30", "GPUSLICE_COMPUTE_POLICY=burst"],
-                "deviceNodes": [{"path": "/dev/nvidia0", "hostPath": str(dev / "nvidia0")}]}},
+                "deviceNodes": [node("nvidia0")]}},
         ],
     }
+
+
+@pytest.fixture
+def fake_driver_spec(test_tmp) -> Path:
+    """The fake driver's CDI spec (fake_driver_cdi_spec) in a spec dir of its own."""
+    dev = test_tmp / "dev"
+    dev.mkdir()
+    spec = fake_driver_cdi_spec(dev, str(built("GPUSLICE_FAKE_CUDA")))
     spec_dir = test_tmp / "cdi"
     spec_dir.mkdir()
     (spec_dir / "fake-driver.json").write_text(json.dumps(spec, indent=2))
@@ -305,3 +315,66 @@ def containerd_fake_gpu(request, containerd, session_tmp) -> ocitest.FakeGpu:
                           gpuslice_hook_path(request.config), session_tmp / "containerd-gpuslice-state",
                           session_tmp / "containerd-gpuslice-log")
     return gpu
+
+
+# --------------------------------------------------------------------------
+# packages (test_package.py, test_rpm.py)
+
+REPO = Path(__file__).resolve().parents[2]
+CONTAINERD_CONFIG = 'version = 2\n\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "runc"\n'
+
+
+def add_containerd_and_a_cdi_spec(root: Path) -> None:
+    """What a node has before gpuslice: containerd's config (CRI, runc the
+    default) and a CDI spec in /etc/cdi (device example.com/gpu=0)."""
+    (root / "etc" / "containerd").mkdir(parents=True)
+    (root / "etc" / "containerd" / "config.toml").write_text(CONTAINERD_CONFIG)
+    (root / "etc" / "cdi").mkdir(parents=True, exist_ok=True)
+    (root / "etc" / "cdi" / "demo.yaml").write_text(
+        'cdiVersion: "0.6.0"\nkind: example.com/gpu\ndevices:\n  - name: "0"\n'
+        '    containerEdits:\n      env: ["DEMO=1"]\n')
+
+
+def package_build_env(dist: Path, **extra: str) -> dict[str, str]:
+    """Environment of `packaging/build.sh`: output in `dist`, the compiler
+    of GPUSLICE_PACKAGE_CC / GPUSLICE_PACKAGE_CXX (CI: g++ 11, the compiler
+    of Ubuntu 22.04 and RHEL 9)."""
+    env = dict(os.environ, DIST=str(dist), **extra)
+    for var in ("CC", "CXX"):
+        if os.environ.get(f"GPUSLICE_PACKAGE_{var}"):
+            env[var] = os.environ[f"GPUSLICE_PACKAGE_{var}"]
+    return env
+
+
+def check_packaged_floors(root: Path, interposer_dir: str) -> None:
+    """The glibc floors of the packaged ELF files (tests/packaging/check_floors.py):
+    the interposer loads with glibc 2.17 and libc alone; the programs run on
+    RHEL 9.4 (glibc 2.34) and Ubuntu 22.04 (2.35, gcc 11's libstdc++)."""
+    check = REPO / "tests" / "packaging" / "check_floors.py"
+    interposer = list(root.glob(f"{interposer_dir}/libgpuslice-cuda.so"))
+    assert len(interposer) == 1, list(root.rglob("libgpuslice-cuda.so"))
+    p = subprocess.run(["python3", str(check), "--glibc", "2.17", "--needed", "libc.so.6", str(interposer[0])],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    programs = [str(root / "usr" / "bin" / n) for n in ("gpuslice", "gpuslice-runtime", "gpuslice-hook")]
+    p = subprocess.run(["python3", str(check), "--glibc", "2.34", "--glibcxx", "3.4.29", "--needed",
+                        "libc.so.6,libm.so.6,libstdc++.so.6,libgcc_s.so.1,libyaml-0.so.2", *programs],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+@pytest.fixture
+def debian12(tmp_path):
+    """A clean Debian 12 root (debootstrap minbase + libyaml, cached), with a
+    private writable layer over it."""
+    view = ocitest.OverlayRoot(ocitest.debian_root("bookworm", include=("libyaml-0-2",)), tmp_path / "debian12")
+    yield view.path
+    view.close()
+
+
+def in_root(root: Path, script: str, env: dict[str, str] | None = None, timeout: float = 120
+            ) -> subprocess.CompletedProcess:
+    # chroot's own minimal environment: nothing of the caller's
+    base = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+    return subprocess.run(["chroot", str(root), "/bin/sh", "-c", script], env={**base, **(env or {})},
+                          capture_output=True, text=True, timeout=timeout)

@@ -83,6 +83,23 @@ def debian_root(suite: str, cache_dir: Path | None = None, include: tuple[str, .
     raise RuntimeError(f"debootstrap {suite} failed: " + "; ".join(errors))
 
 
+def copy_with_libs(binary: Path, root: Path, dest: str) -> None:
+    """Copies a dynamic program and the glibc it needs into the rootfs, at the
+    paths the dynamic loader will look for them."""
+    target = root / dest.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(binary, target)
+    out = subprocess.run(["ldd", str(binary)], check=True, capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        parts = line.split()
+        path = parts[2] if "=>" in parts and len(parts) > 2 else parts[0]
+        if path.startswith("/"):
+            lib = root / path.lstrip("/")
+            lib.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(os.path.realpath(path), lib)
+
+
+
 class OverlayRoot:
     """A writable view of a read-only root: overlayfs with the changes in a
     tmpfs (an upper dir on the host's own overlay or tmp would not always be

@@ -4,7 +4,8 @@ glibc floors, and in a clean Debian 12 root (debootstrap, cached) `dpkg -i`
 gives a working install (`gpuslice version` finds every path, `cdi list`
 sees a spec), registers in containerd only when asked
 (GPUSLICE_CONFIGURE_CONTAINERD=1), removing unregisters, purging leaves
-nothing of gpuslice.
+nothing of gpuslice. On a node made of that root, a container with a GPU
+limit runs through the installed runtime while N-1 is upgraded to N under it.
 
 GPUSLICE_PACKAGE_CC / GPUSLICE_PACKAGE_CXX pick the package's compiler (CI:
 gcc-11 / g++-11, the compiler of Ubuntu 22.04 and RHEL 9); GPUSLICE_DEB
@@ -12,17 +13,21 @@ names a .deb built before instead (to iterate on these tests).
 """
 from __future__ import annotations
 
+import json
 import os
+import shlex
+import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 import ocitest
+from conftest import (KIND, add_containerd_and_a_cdi_spec, built, check_packaged_floors, fake_driver_cdi_spec,
+                      in_root, package_build_env)
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECK_FLOORS = ROOT / "tests" / "packaging" / "check_floors.py"
-CONTAINERD_CONFIG = 'version = 2\n\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "runc"\n'
 
 
 @pytest.fixture(scope="module")
@@ -31,10 +36,7 @@ def deb(tmp_path_factory) -> Path:
         return Path(os.environ["GPUSLICE_DEB"]).resolve()
     dist = tmp_path_factory.mktemp("dist")
     # no -dbgsym package: the tests do not need it, and it takes time
-    env = dict(os.environ, DIST=str(dist), DEB_BUILD_OPTIONS="noddebs")
-    for var in ("CC", "CXX"):
-        if os.environ.get(f"GPUSLICE_PACKAGE_{var}"):
-            env[var] = os.environ[f"GPUSLICE_PACKAGE_{var}"]
+    env = package_build_env(dist, DEB_BUILD_OPTIONS="noddebs")
     p = subprocess.run(["bash", str(ROOT / "packaging" / "build.sh"), "deb"], env=env, capture_output=True,
                        text=True, timeout=1200)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -57,16 +59,7 @@ def test_lintian_finds_no_error(deb):
 
 
 def test_packaged_files_keep_the_glibc_floors(unpacked):
-    interposer = list(unpacked.glob("usr/lib/*/gpuslice/libgpuslice-cuda.so"))
-    assert len(interposer) == 1
-    p = subprocess.run(["python3", str(CHECK_FLOORS), "--glibc", "2.17", "--needed", "libc.so.6", str(interposer[0])],
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stdout + p.stderr
-    programs = [str(unpacked / "usr" / "bin" / n) for n in ("gpuslice", "gpuslice-runtime", "gpuslice-hook")]
-    p = subprocess.run(["python3", str(CHECK_FLOORS), "--glibc", "2.34", "--glibcxx", "3.4.29", "--needed",
-                        "libc.so.6,libm.so.6,libstdc++.so.6,libgcc_s.so.1,libyaml-0.so.2", *programs],
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stdout + p.stderr
+    check_packaged_floors(unpacked, "usr/lib/*/gpuslice")
 
 
 def test_conffile_and_control(deb):
@@ -76,29 +69,10 @@ def test_conffile_and_control(deb):
     assert "libc6 (>= 2.34)" in depends and "libyaml-0-2" in depends, depends
 
 
-@pytest.fixture
-def debian12(tmp_path):
-    view = ocitest.OverlayRoot(ocitest.debian_root("bookworm", include=("libyaml-0-2",)), tmp_path / "debian12")
-    yield view.path
-    view.close()
-
-
-def in_root(root: Path, script: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    # chroot's own minimal environment: nothing of the caller's
-    base = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
-    return subprocess.run(["chroot", str(root), "/bin/sh", "-c", script], env={**base, **(env or {})},
-                          capture_output=True, text=True, timeout=120)
-
-
 def test_install_register_remove_purge_in_a_clean_debian_12(deb, debian12):
     root = debian12
     (root / "tmp" / deb.name).write_bytes(deb.read_bytes())
-    (root / "etc" / "containerd").mkdir(parents=True)
-    (root / "etc" / "containerd" / "config.toml").write_text(CONTAINERD_CONFIG)
-    (root / "etc" / "cdi").mkdir(parents=True)
-    (root / "etc" / "cdi" / "demo.yaml").write_text(
-        'cdiVersion: "0.6.0"\nkind: example.com/gpu\ndevices:\n  - name: "0"\n'
-        '    containerEdits:\n      env: ["DEMO=1"]\n')
+    add_containerd_and_a_cdi_spec(root)
 
     p = in_root(root, f"dpkg -i /tmp/{deb.name}", {"GPUSLICE_CONFIGURE_CONTAINERD": "1"})
     assert p.returncode == 0, p.stdout + p.stderr
@@ -133,3 +107,117 @@ def test_install_register_remove_purge_in_a_clean_debian_12(deb, debian12):
                                                           "usr/share/man/man*/gpuslice*", "run/gpuslice")
                  for q in root.glob(pattern)]
     assert leftovers == [], leftovers
+
+
+# --------------------------------------------------------------------------
+# A node: the package's runtime, hook and interposer running a container,
+# and an upgrade under it.
+
+OLD_VERSION = "0.0.1~test"  # sorts before any real version
+
+
+@pytest.fixture
+def old_deb(deb, tmp_path) -> Path:
+    """Version N-1: this package with its version lowered (same files; the
+    programs report N). What an upgrade does to running containers is the
+    package manager's replacing of files under them and the maintainer
+    scripts; the state format across versions is the unit tests' (test_state)."""
+    tree = tmp_path / "old"
+    subprocess.run(["dpkg-deb", "-R", str(deb), str(tree)], check=True)
+    control = tree / "DEBIAN" / "control"
+    control.write_text("".join(f"Version: {OLD_VERSION}\n" if line.startswith("Version:") else line
+                               for line in control.read_text().splitlines(keepends=True)))
+    out = tmp_path / f"gpuslice_{OLD_VERSION}_amd64.deb"
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(tree), str(out)], check=True, capture_output=True)
+    return out
+
+
+def in_node(root: Path, script: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`script` in the root as on a node: chroot with its own /proc and the
+    host's /sys (cgroups) and /dev, in a private mount namespace."""
+    q = shlex.quote
+    setup = (f"mount -t proc proc {q(str(root / 'proc'))} && mount --rbind /sys {q(str(root / 'sys'))} && "
+             f"mount --rbind /dev {q(str(root / 'dev'))} && "
+             f"exec chroot {q(str(root))} /bin/sh -c {q(script)}")
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+    return subprocess.run(["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", setup], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def wait_for_text(path: Path, text: str, timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = path.read_text() if path.exists() else ""
+        if text in got:
+            return got
+        time.sleep(0.2)
+    raise AssertionError(f"{text!r} never appeared in {path}: {got!r}")
+
+
+@pytest.mark.gpuslice
+def test_container_with_a_limit_survives_an_upgrade_under_it(deb, old_deb, debian12, spec_template):
+    """With N-1 installed (no paths configured: the package's defaults), a
+    container gets the fake GPU from a CDI spec in /etc/cdi and the limit
+    from the installed interposer; N is installed over it while it runs;
+    after the upgrade a new process in it still meets the limit, and it
+    stops and is cleaned up by N's runtime and hook, leaving nothing."""
+    root = debian12
+    # the node's runc (Debian 12's, the host's: the same distribution)
+    shutil.copy2(shutil.which("runc", path="/usr/sbin:/usr/bin"), root / "usr" / "sbin" / "runc")
+    driver = root / "opt" / "fake-driver"
+    (driver / "dev").mkdir(parents=True)
+    shutil.copy2(built("GPUSLICE_FAKE_CUDA"), driver / "libcuda.so.1")
+    spec = fake_driver_cdi_spec(driver / "dev", "/opt/fake-driver/libcuda.so.1", "/opt/fake-driver/dev")
+    (root / "etc" / "cdi").mkdir(parents=True)
+    (root / "etc" / "cdi" / "fake-driver.json").write_text(json.dumps(spec))
+
+    image = ocitest.build_busybox_rootfs(root / "srv" / "image")
+    ocitest.copy_with_libs(built("GPUSLICE_PROBE"), image, "/bin/probe")
+    (image / "signal").mkdir()
+    (root / "srv" / "signal").mkdir()
+    bundle = ocitest.Bundle(root / "srv" / "bundle", spec_template, image)
+    bundle.spec["root"]["path"] = "/srv/image"  # as seen in the node
+    bundle.spec["mounts"].append({"destination": "/signal", "source": "/srv/signal", "type": "bind",
+                                  "options": ["rbind", "ro"]})
+    bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")
+    bundle.shell("echo preload: $(cat /etc/ld.so.preload); "
+                 "probe dlsym alloc 300Mi oom 256Mi && echo before-upgrade-ok; "
+                 "while [ ! -e /signal/go ]; do sleep 0.1; done; "
+                 "probe dlsym alloc 300Mi oom 256Mi && probe dlsym alloc 200Mi ok 256Mi && echo after-upgrade-ok")
+    bundle.write()
+
+    (root / "tmp" / old_deb.name).write_bytes(old_deb.read_bytes())
+    (root / "tmp" / deb.name).write_bytes(deb.read_bytes())
+    p = in_root(root, f"dpkg -i /tmp/{old_deb.name}")
+    assert p.returncode == 0, p.stdout + p.stderr
+    interposer = next(root.glob("usr/lib/*/gpuslice/libgpuslice-cuda.so"))
+    old_inode = interposer.stat().st_ino
+
+    cid = "upgrade-1"
+    output = root / "srv" / "container.out"
+    try:
+        p = in_node(root, f"gpuslice-runtime create --bundle /srv/bundle {cid} >/srv/container.out 2>&1 </dev/null"
+                          f" && gpuslice-runtime start {cid}")
+        assert p.returncode == 0, p.stdout + p.stderr + (output.read_text() if output.exists() else "")
+        wait_for_text(output, "before-upgrade-ok")
+        assert "preload: /run/gpuslice/libgpuslice-cuda.so" in output.read_text()
+        assert (root / "run" / "gpuslice" / "containers" / cid).is_dir()
+
+        started = time.monotonic()
+        p = in_root(root, f"dpkg -i /tmp/{deb.name}")
+        upgrade_s = time.monotonic() - started
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert in_root(root, "dpkg-query -W -f '${Version}' gpuslice").stdout == deb.name.split("_")[1]
+        assert interposer.stat().st_ino != old_inode, "files are replaced by rename, not rewritten in place"
+        print(f"upgrade under a running container: {upgrade_s:.2f} s")
+
+        (root / "srv" / "signal" / "go").touch()
+        out = wait_for_text(output, "after-upgrade-ok")
+        assert out.count(": as expected") == 3, out
+        p = in_node(root, f"for i in $(seq 100); do gpuslice-runtime state {cid} | grep -q '\"stopped\"' && break; "
+                          f"sleep 0.1; done; gpuslice-runtime delete {cid}")
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert not (root / "run" / "gpuslice" / "containers" / cid).exists()
+        assert in_node(root, "runc list -q").stdout.split() == []
+    finally:
+        in_node(root, f"gpuslice-runtime delete --force {cid}")

@@ -9,7 +9,6 @@ container with a device that carries no limit gets the whole (fake) 1 GiB.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,26 +18,11 @@ import pytest
 import ocitest
 from conftest import FAKE_TOTAL, FAKE_UUID0, KIND, built
 
-def copy_with_libs(binary: Path, root: Path, dest: str) -> None:
-    """Copies a dynamic program and the glibc it needs into the rootfs, at the
-    paths the dynamic loader will look for them."""
-    target = root / dest.lstrip("/")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(binary, target)
-    out = subprocess.run(["ldd", str(binary)], check=True, capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        parts = line.split()
-        path = parts[2] if "=>" in parts and len(parts) > 2 else parts[0]
-        if path.startswith("/"):
-            lib = root / path.lstrip("/")
-            lib.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(os.path.realpath(path), lib)
-
 
 @pytest.fixture(scope="module")
 def glibc_rootfs(tmp_path_factory) -> Path:
     root = ocitest.build_busybox_rootfs(tmp_path_factory.mktemp("glibc") / "rootfs")
-    copy_with_libs(built("GPUSLICE_PROBE"), root, "/bin/probe")
+    ocitest.copy_with_libs(built("GPUSLICE_PROBE"), root, "/bin/probe")
     return root
 
 
@@ -97,7 +81,7 @@ def test_programs_start_in_an_image_with_libc_alone(sharing_runtime, test_tmp, s
     rt, _ = sharing_runtime
     root = ocitest.build_busybox_rootfs(test_tmp / "rootfs")
     true = Path(shutil.which("true")).resolve()
-    copy_with_libs(true, root, "/bin/dynamic-true")
+    ocitest.copy_with_libs(true, root, "/bin/dynamic-true")
     assert not list(root.rglob("libdl.so*")), "the image must lack libdl for this test"
     bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, root)
     rc, out = run(rt, bundle, cid, "0", "cat /etc/ld.so.preload; /bin/dynamic-true && echo dynamic-program-ran")

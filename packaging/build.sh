@@ -43,9 +43,29 @@ CHANGELOG
   mv "$work"/*.deb "$dist/"
 }
 
+build_rpm() {
+  local top="$work/rpmbuild" opts=()
+  mkdir -p "$top/SOURCES"
+  tar -czf "$top/SOURCES/gpuslice-$version.tar.gz" -C "$work" "gpuslice-$version"
+  # Off an RPM system (Debian, CI) the build dependencies are Debian
+  # packages that rpm's database does not know: scripts/install-deps.sh
+  # installs them, --nodeps stops rpmbuild looking for them, and the static
+  # archives the helpers need are there. Debian's rpm runs brp-compress
+  # (bash syntax) with /bin/sh, which is dash there, so the man pages would
+  # stay uncompressed: run it with bash.
+  if ! rpm -q rpm >/dev/null 2>&1; then
+    opts+=(--nodeps --with static_helpers
+      --define "__brp_compress bash %{_rpmconfigdir}/brp-compress %{?_prefix}")
+  fi
+  rpmbuild -bb "${opts[@]}" --define "_topdir $top" --define "gpuslice_version $version" \
+    packaging/rpm/gpuslice.spec >"$work/rpm.log" 2>&1 ||
+    { tail -50 "$work/rpm.log" >&2; echo "build.sh: rpmbuild failed" >&2; return 1; }
+  find "$top/RPMS" -name '*.rpm' -exec mv {} "$dist/" \;
+}
+
 case $what in
 deb) build_deb ;;
-rpm) echo "build.sh: rpm is not built yet" >&2; exit 1 ;;
-all) build_deb; echo "build.sh: rpm is not built yet" >&2; exit 1 ;;
+rpm) build_rpm ;;
+all) build_deb; build_rpm ;;
 esac
 ls -l "$dist"

@@ -1,0 +1,179 @@
+"""The RPM, built by `packaging/build.sh rpm` (rpmbuild -bb on
+packaging/rpm/gpuslice.spec, Debian's rpm) and checked the way a RHEL 9.4
+node would take it: files in the RHEL places (/usr/lib64/gpuslice), the
+config file %config(noreplace), every Requires provided by a RHEL 9.4 base
+package (no glibc newer than 2.34), the scriptlets, rpmlint without errors,
+the ELF floors; then `rpm --root --nodeps` installs it into a clean root
+(Debian 12's userland standing in for RHEL's), where the scriptlets run,
+registering in containerd only when asked, and erasing unregisters.
+
+No RHEL machine is reachable here: what stands in for one is the Requires
+check against RHEL 9.4's package contents (REQUIRES_ON_RHEL9) and the
+install into a foreign root.
+
+GPUSLICE_PACKAGE_CC / GPUSLICE_PACKAGE_CXX pick the compiler (CI: g++ 11,
+RHEL 9's); GPUSLICE_RPM names an .rpm built before (to iterate on these
+tests).
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, add_containerd_and_a_cdi_spec, check_packaged_floors, in_root, package_build_env
+
+# What a RHEL 9.4 node provides for each thing the package may require, and
+# from where: sonames -> (package, repository). Nothing from EPEL or CRB.
+REQUIRES_ON_RHEL9 = {
+    "libc.so.6": ("glibc", "BaseOS"),
+    "libm.so.6": ("glibc", "BaseOS"),
+    "libstdc++.so.6": ("libstdc++", "BaseOS"),
+    "libgcc_s.so.1": ("libgcc", "BaseOS"),
+    "libyaml-0.so.2": ("libyaml", "AppStream"),
+    "/bin/sh": ("bash", "BaseOS"),
+}
+# RHEL 9.4: glibc 2.34, gcc 11's libstdc++ (GLIBCXX_3.4.29, CXXABI_1.3.13),
+# rpm 4.16.
+RHEL9_SYMBOL_FLOORS = {"GLIBC": (2, 34), "GLIBCXX": (3, 4, 29), "CXXABI": (1, 3, 13), "GCC": (7, 0)}
+RHEL9_RPMLIB = (4, 16, 1)
+
+EXPECTED_FILES = {
+    "/usr/bin/gpuslice", "/usr/bin/gpuslice-runtime", "/usr/bin/gpuslice-hook",
+    "/usr/lib64/gpuslice", "/usr/lib64/gpuslice/libgpuslice-cuda.so",
+    "/etc/gpuslice", "/etc/gpuslice/config.toml",
+    "/usr/share/containers", "/usr/share/containers/oci", "/usr/share/containers/oci/hooks.d",
+    "/usr/share/containers/oci/hooks.d/gpuslice.json",
+    "/usr/share/man/man1/gpuslice.1.gz", "/usr/share/man/man8/gpuslice-runtime.8.gz",
+    "/usr/share/man/man8/gpuslice-hook.8.gz",
+}
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", text))
+
+
+@pytest.fixture(scope="module")
+def rpm(tmp_path_factory) -> Path:
+    if os.environ.get("GPUSLICE_RPM"):  # an .rpm built before (to iterate on these tests)
+        return Path(os.environ["GPUSLICE_RPM"]).resolve()
+    dist = tmp_path_factory.mktemp("dist")
+    p = subprocess.run(["bash", str(REPO / "packaging" / "build.sh"), "rpm"], env=package_build_env(dist),
+                       capture_output=True, text=True, timeout=1200)
+    assert p.returncode == 0, p.stdout + p.stderr
+    rpms = list(dist.glob("gpuslice-*.rpm"))
+    assert len(rpms) == 1, list(dist.iterdir())
+    return rpms[0]
+
+
+def query(rpm: Path, *args: str) -> str:
+    p = subprocess.run(["rpm", "-qp", *args, str(rpm)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def test_files_are_in_the_rhel_places(rpm):
+    files = set(query(rpm, "-l").split())
+    ours = {f for f in files if not f.startswith(("/usr/lib/.build-id", "/usr/share/doc/"))}
+    assert ours == EXPECTED_FILES
+    assert any(f.endswith("/README.md") for f in files), files
+    # noreplace: an admin's edit stays and the new default lands beside it
+    flags = query(rpm, "--qf", "[%{FILENAMES} %{FILEFLAGS:fflags}\n]")
+    assert "/etc/gpuslice/config.toml cn" in flags, flags
+    assert query(rpm, "--configfiles").split() == ["/etc/gpuslice/config.toml"]
+
+
+def test_every_requirement_is_in_rhel_9_base(rpm):
+    problems = []
+    for line in query(rpm, "-R").splitlines():
+        req = line.strip()
+        if m := re.fullmatch(r"rpmlib\((\w+)\) <= ([\d.]+)-\d+", req):
+            if version_tuple(m.group(2)) > RHEL9_RPMLIB:
+                problems.append(f"{req}: RHEL 9.4 has rpm 4.16")
+        elif m := re.fullmatch(r"([^()\s]+)\(\)\(64bit\)", req):
+            if m.group(1) not in REQUIRES_ON_RHEL9:
+                problems.append(f"{req}: no RHEL 9.4 base package provides it")
+        elif m := re.fullmatch(r"([^()\s]+)\(([A-Z]+)_([\d.]+)\)\(64bit\)", req):
+            soname, family, ver = m.groups()
+            if soname not in REQUIRES_ON_RHEL9:
+                problems.append(f"{req}: no RHEL 9.4 base package provides {soname}")
+            elif family not in RHEL9_SYMBOL_FLOORS or version_tuple(ver) > RHEL9_SYMBOL_FLOORS[family]:
+                problems.append(f"{req}: newer than RHEL 9.4's")
+        elif req.startswith(("config(gpuslice)", "rtld(GNU_HASH)")) or req in REQUIRES_ON_RHEL9:
+            pass
+        else:
+            problems.append(f"{req}: unexpected requirement")
+    assert problems == [], problems
+    assert "libc.so.6(GLIBC_2.34)(64bit)" in query(rpm, "-R")  # the check sees versions at all
+
+
+def test_scriptlets_register_only_when_asked_and_unregister_on_erase(rpm):
+    scripts = query(rpm, "--scripts")
+    post = scripts.split("postinstall scriptlet")[1].split("preuninstall scriptlet")[0]
+    assert 'GPUSLICE_CONFIGURE_CONTAINERD:-}" = "1"' in post and "configure containerd" in post, scripts
+    assert "systemctl restart" not in post.replace("(systemctl restart containerd)", ""), post
+    preun = scripts.split("preuninstall scriptlet")[1]
+    assert '"$1" -eq 0' in preun and "configure containerd --remove" in preun, scripts
+
+
+def test_rpmlint_finds_no_error(rpm):
+    p = subprocess.run(["rpmlint", "-r", str(REPO / "packaging" / "rpm" / "gpuslice.rpmlintrc"), str(rpm)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert " E: " not in p.stdout, p.stdout
+
+
+def test_packaged_files_keep_the_glibc_floors(rpm, tmp_path):
+    subprocess.run(f"rpm2cpio '{rpm}' | cpio -idm --quiet", shell=True, cwd=tmp_path, check=True)
+    check_packaged_floors(tmp_path, "usr/lib64/gpuslice")
+
+
+def test_install_register_upgrade_erase_in_a_foreign_root(rpm, debian12):
+    root = debian12
+    add_containerd_and_a_cdi_spec(root)
+
+    def rpm_in_root(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        # --nodeps: the root's libraries are Debian packages that rpm's database does not know
+        base = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+        return subprocess.run(["rpm", "--root", str(root), "--dbpath", "/var/lib/rpm", *args],
+                              env={**base, **(env or {})}, capture_output=True, text=True, timeout=120)
+
+    assert rpm_in_root("--initdb").returncode == 0
+    p = rpm_in_root("--nodeps", "-i", str(rpm), env={"GPUSLICE_CONFIGURE_CONTAINERD": "1"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "restart containerd" in p.stdout, p.stdout
+    for f in EXPECTED_FILES:
+        assert (root / f.lstrip("/")).exists(), f
+    registered = in_root(root, "cat /etc/containerd/config.toml /etc/containerd/conf.d/*.toml 2>/dev/null").stdout
+    assert "BinaryName = '/usr/bin/gpuslice-runtime'" in registered, registered
+
+    p = in_root(root, "gpuslice version && gpuslice cdi list")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "[not found" not in p.stdout, p.stdout
+    assert "/usr/lib64/gpuslice/libgpuslice-cuda.so" in p.stdout, p.stdout
+    assert "example.com/gpu=0" in p.stdout, p.stdout
+
+    # an admin's edit survives an upgrade (here: the same package again)
+    config = root / "etc" / "gpuslice" / "config.toml"
+    config.write_text(config.read_text() + "\n# admin was here\n")
+    p = rpm_in_root("--nodeps", "-U", "--replacepkgs", str(rpm))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "# admin was here" in config.read_text()
+    still = in_root(root, "cat /etc/containerd/config.toml /etc/containerd/conf.d/*.toml 2>/dev/null").stdout
+    assert "gpuslice-runtime" in still, "an upgrade must not unregister"
+
+    (root / "run" / "gpuslice" / "containers").mkdir(parents=True)
+    p = rpm_in_root("--nodeps", "-e", "gpuslice")
+    assert p.returncode == 0, p.stdout + p.stderr
+    left = in_root(root, "cat /etc/containerd/config.toml /etc/containerd/conf.d/*.toml 2>/dev/null").stdout
+    assert "gpuslice-runtime" not in left, left
+    assert sorted(str(q.relative_to(root)) for q in (root / "etc" / "gpuslice").glob("*")) == \
+        ["etc/gpuslice/config.toml.rpmsave"]  # rpm keeps the edited config aside
+    leftovers = [str(q.relative_to(root)) for pattern in ("usr/bin/gpuslice*", "usr/lib64/gpuslice",
+                                                          "usr/share/containers/oci/hooks.d/gpuslice.json",
+                                                          "usr/share/man/man*/gpuslice*", "run/gpuslice")
+                 for q in root.glob(pattern)]
+    assert leftovers == [], leftovers

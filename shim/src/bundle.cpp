@@ -17,6 +17,7 @@
 #include "gpuslice/state/container_dir.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace gpuslice::shim {

@@ -3,8 +3,8 @@
 // a container are additionally printed as one line on stderr by the front end.
 #pragma once
 
-#include <spdlog/spdlog.h>
-
+// No spdlog here: it is the heaviest header of the build (fmt compiled in,
+// header-only) and most files that read the config never log.
 #include <string>
 
 namespace gpuslice::log {

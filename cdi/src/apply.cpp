@@ -1,6 +1,15 @@
 // Container edits applied to an OCI runtime spec, in the order and with the
 // semantics of the CDI reference library: an env entry replaces an existing
 // KEY= in place (a duplicate appended would be shadowed by the first one).
+//
+// One difference: applying the same edits again changes nothing. containerd
+// 1.7+ (enable_cdi), CRI-O and podman apply CDI themselves before
+// gpuslice-runtime sees the spec, and the reference appends hooks and cgroup
+// rules every time: a spec's hook would run twice (NVIDIA's ldcache and
+// symlink hooks are not idempotent) and the rules double. So a hook equal to
+// one the spec already had is not added again, nor a cgroup rule that an
+// equal later-standing rule already grants. Everything else already replaces
+// by key (env name, device path, mount destination, net device, gid).
 #include "gpuslice/cdi/apply.hpp"
 
 #include "gpuslice/cdi/names.hpp"
@@ -100,6 +109,32 @@ DeviceNode complete(const DeviceNode &in, const HostNodeLookup &lookup) {
   return d;
 }
 
+// The same field in both, a missing one equal to `absent` (Go's omitempty
+// leaves out what gpuslice writes as empty, and the reverse).
+bool same_member(const OciSpec &a, const OciSpec &b, const char *key, const OciSpec &absent) {
+  auto ia = a.find(key), ib = b.find(key);
+  const OciSpec &va = ia == a.end() || ia->is_null() ? absent : *ia;
+  const OciSpec &vb = ib == b.end() || ib->is_null() ? absent : *ib;
+  return va == vb;
+}
+
+// A cgroup rule equal to `rule` stands after the last deny rule: adding it
+// again would change nothing.
+bool already_allowed(const OciSpec &rules, const OciSpec &rule) {
+  for (auto it = rules.rbegin(); it != rules.rend(); ++it) {
+    if (!it->is_object())
+      continue;
+    const auto allow = it->find("allow");
+    if (allow != it->end() && allow->is_boolean() && !allow->get<bool>())
+      return false;
+    static constexpr const char *kFields[] = {"allow", "type", "major", "minor", "access"};
+    if (std::all_of(std::begin(kFields), std::end(kFields),
+                    [&](const char *k) { return same_member(*it, rule, k, nullptr); }))
+      return true;
+  }
+  return false;
+}
+
 void apply_device_nodes(OciSpec &oci, const std::vector<DeviceNode> &nodes) {
   if (nodes.empty())
     return;
@@ -134,7 +169,9 @@ void apply_device_nodes(OciSpec &oci, const std::vector<DeviceNode> &nodes) {
       rule["major"] = d.major;
       rule["minor"] = d.minor;
       rule["access"] = d.permissions.empty() ? "rwm" : d.permissions;
-      array_at(object_at(linux_, "resources", "linux.resources"), "devices", "linux.resources.devices").push_back(std::move(rule));
+      OciSpec &rules = array_at(object_at(linux_, "resources", "linux.resources"), "devices", "linux.resources.devices");
+      if (!already_allowed(rules, rule))
+        rules.push_back(std::move(rule));
     }
   }
 }
@@ -187,10 +224,22 @@ void apply_mounts(OciSpec &oci, const std::vector<Mount> &mounts) {
   list = std::move(sorted);
 }
 
+bool had_hook(const OciSpec &stages, const std::string &stage, const OciSpec &hook) {
+  const auto it = stages.find(stage);
+  if (it == stages.end() || !it->is_array())
+    return false;
+  const OciSpec none = OciSpec::array();
+  return std::any_of(it->begin(), it->end(), [&](const OciSpec &h) {
+    return h.is_object() && same_member(h, hook, "path", nullptr) && same_member(h, hook, "args", none) &&
+           same_member(h, hook, "env", none) && same_member(h, hook, "timeout", nullptr);
+  });
+}
+
 void apply_hooks(OciSpec &oci, const std::vector<Hook> &hooks) {
   if (hooks.empty())
     return;
   OciSpec &stages = object_at(oci, "hooks", "hooks");
+  const OciSpec before = stages; // a spec listing a hook twice still gets it twice
   for (const auto &h : hooks) {
     OciSpec oh = OciSpec::object();
     oh["path"] = h.path;
@@ -201,7 +250,9 @@ void apply_hooks(OciSpec &oci, const std::vector<Hook> &hooks) {
     if (h.timeout)
       oh["timeout"] = *h.timeout;
     const std::string where = "hooks." + h.hook_name;
-    array_at(stages, h.hook_name.c_str(), where.c_str()).push_back(std::move(oh));
+    OciSpec &stage = array_at(stages, h.hook_name.c_str(), where.c_str());
+    if (!had_hook(before, h.hook_name, oh))
+      stage.push_back(std::move(oh));
   }
 }
 

@@ -10,6 +10,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <random>
+
 using namespace gpuslice;
 using namespace gpuslice::cdi;
 using gpuslice::testing::TempDir;
@@ -194,4 +196,135 @@ TEST_CASE("inject: spec edits once, then devices in request order; all or nothin
   // A failing host lookup on the second device leaves nothing behind either.
   CHECK_THROWS_WITH(inject_devices(r, untouched, {"v.com/gpu=0", "v.com/gpu=1"}, fake_lookup), Catch::Contains("/host/missing"));
   CHECK(untouched.dump() == before);
+}
+
+// ---------------------------------------------------------------------------
+// Applying twice: containerd 1.7+ (enable_cdi), CRI-O and podman apply the
+// CDI edits before gpuslice-runtime applies them again.
+
+namespace {
+
+const char *kEveryEditKind = R"({
+  "env": ["A=1", "B=2", "A=3"],
+  "deviceNodes": [
+    {"path": "/dev/gpu0", "hostPath": "/host/gpu0", "permissions": "rw"},
+    {"path": "/dev/blk", "hostPath": "/host/block"},
+    {"path": "/dev/also-gpu0", "hostPath": "/host/gpu0", "permissions": "rw"},
+    {"path": "/dev/pipe", "type": "p"}],
+  "netDevices": [{"hostInterfaceName": "eth1", "name": "net1"}],
+  "mounts": [
+    {"hostPath": "/lib/x", "containerPath": "/usr/lib/x", "options": ["ro", "bind"]},
+    {"hostPath": "/lib", "containerPath": "/usr/lib", "type": "bind"}],
+  "hooks": [
+    {"hookName": "createContainer", "path": "/ldcache", "args": ["ldcache", "--folder", "/usr/lib"]},
+    {"hookName": "createContainer", "path": "/ldcache", "args": ["ldcache", "--folder", "/usr/lib"]},
+    {"hookName": "prestart", "path": "/p", "env": ["X=1"], "timeout": 5},
+    {"hookName": "poststop", "path": "/s"}],
+  "intelRdt": {"closID": "gold", "schemata": ["L3:0=ff"]},
+  "additionalGids": [44, 45]
+})";
+
+} // namespace
+
+TEST_CASE("apply: the same edits applied twice give what applying them once gives, every edit kind", "[cdi][apply]") {
+  OciSpec once = OciSpec::parse(kOci);
+  apply_edits(once, edits_of(kEveryEditKind), fake_lookup);
+  OciSpec twice = once;
+  apply_edits(twice, edits_of(kEveryEditKind), fake_lookup);
+  CHECK(twice.dump(2) == once.dump(2));
+  // applied once, as the reference does: a hook the spec lists twice runs twice
+  CHECK(once["hooks"]["createContainer"].size() == 2);
+  CHECK(once["hooks"]["prestart"].size() == 1);
+  // ... and a node two paths share needs one rule: deny-all, gpu0, blk
+  CHECK(once["linux"]["resources"]["devices"].size() == 3);
+}
+
+TEST_CASE("apply: edits an engine applied first, in its own JSON form, are recognised", "[cdi][apply]") {
+  // What containerd's CDI (Go) leaves for the same edits: keys in its field
+  // order, empty fields left out, numbers unsigned.
+  OciSpec engine = OciSpec::parse(kOci);
+  engine["hooks"] = OciSpec::parse(R"({"prestart": [{"timeout": 5, "env": ["X=1"], "path": "/p"}],
+                                       "poststop": [{"path": "/s", "args": []}]})");
+  engine["linux"]["resources"]["devices"].push_back(
+      OciSpec::parse(R"({"access": "rw", "minor": 0, "major": 195, "type": "c", "allow": true})"));
+  apply_edits(engine, edits_of(R"({"deviceNodes": [{"path": "/dev/gpu0", "hostPath": "/host/gpu0", "permissions": "rw"}],
+      "hooks": [{"hookName": "prestart", "path": "/p", "env": ["X=1"], "timeout": 5}, {"hookName": "poststop", "path": "/s"}]})"),
+              fake_lookup);
+  CHECK(engine["hooks"]["prestart"].size() == 1);
+  CHECK(engine["hooks"]["poststop"].size() == 1);
+  CHECK(engine["linux"]["resources"]["devices"].size() == 2);
+
+  // A different hook (other args) or rule (other access) is added.
+  apply_edits(engine, edits_of(R"({"deviceNodes": [{"path": "/dev/gpu0", "hostPath": "/host/gpu0"}],
+      "hooks": [{"hookName": "prestart", "path": "/p", "args": ["p", "again"], "env": ["X=1"], "timeout": 5}]})"),
+              fake_lookup);
+  CHECK(engine["hooks"]["prestart"].size() == 2);
+  CHECK(engine["linux"]["resources"]["devices"].size() == 3);
+
+  // An allow that a later deny overrides is granted again, after the deny.
+  OciSpec denied = OciSpec::parse(kOci);
+  denied["linux"]["resources"]["devices"] = OciSpec::parse(R"([
+      {"allow": true, "type": "c", "major": 195, "minor": 0, "access": "rwm"},
+      {"allow": false, "type": "c", "major": 195, "minor": 0, "access": "rwm"}])");
+  apply_edits(denied, edits_of(R"({"deviceNodes": [{"path": "/dev/gpu0", "hostPath": "/host/gpu0"}]})"), fake_lookup);
+  REQUIRE(denied["linux"]["resources"]["devices"].size() == 3);
+  CHECK(denied["linux"]["resources"]["devices"][2]["allow"] == true);
+}
+
+TEST_CASE("apply: property: for random edits over a random spec, twice is once", "[cdi][apply]") {
+  std::mt19937 rng(20261201);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  const std::vector<std::string> stages = {"prestart", "createRuntime", "createContainer", "startContainer", "poststart",
+                                           "poststop"};
+  for (int round = 0; round < 400; ++round) {
+    ContainerEdits e;
+    for (int i = pick(4); i > 0; --i)
+      e.env.push_back("K" + std::to_string(pick(3)) + "=" + std::to_string(pick(5)));
+    for (int i = pick(4); i > 0; --i) {
+      DeviceNode d;
+      d.path = "/dev/n" + std::to_string(pick(3));
+      d.type = std::string(1, "bcp"[pick(3)]);
+      if (d.type != "p") {
+        d.major = 1 + pick(3);
+        d.minor = pick(3);
+      }
+      d.permissions = pick(2) ? "rw" : "";
+      if (pick(2))
+        d.uid = static_cast<uint32_t>(pick(3));
+      e.device_nodes.push_back(d);
+    }
+    for (int i = pick(3); i > 0; --i)
+      e.net_devices.push_back({"eth" + std::to_string(pick(3)), "net" + std::to_string(pick(3))});
+    for (int i = pick(4); i > 0; --i)
+      e.mounts.push_back({"/h" + std::to_string(pick(3)), "/c" + std::string(pick(2) ? "/d" : "") + std::to_string(pick(3)),
+                          pick(2) ? std::vector<std::string>{"ro", "bind"} : std::vector<std::string>{}, pick(2) ? "bind" : ""});
+    for (int i = pick(5); i > 0; --i) {
+      Hook h{stages[pick(static_cast<int>(stages.size()))], "/hook" + std::to_string(pick(2)), {}, {}, {}};
+      if (pick(2))
+        h.args = {"hook", std::to_string(pick(2))};
+      if (pick(2))
+        h.env = {"E=" + std::to_string(pick(2))};
+      if (pick(2))
+        h.timeout = pick(3);
+      e.hooks.push_back(h);
+    }
+    if (pick(3) == 0)
+      e.intel_rdt = IntelRdt{"clos" + std::to_string(pick(2)), "", "", {}, pick(2) == 1, false, false};
+    for (int i = pick(3); i > 0; --i)
+      e.additional_gids.push_back(static_cast<uint32_t>(pick(4)));
+
+    // A spec that may already hold some of it, in the engine's shape.
+    OciSpec oci = OciSpec::parse(kOci);
+    if (pick(2))
+      oci["hooks"] = OciSpec::parse(R"({"prestart": [{"path": "/hook0"}], "poststop": [{"path": "/hook1", "args": ["hook", "1"]}]})");
+    if (pick(2))
+      oci["linux"]["resources"]["devices"].push_back(OciSpec::parse(R"({"allow": true, "type": "c", "major": 1, "minor": 0, "access": "rwm"})"));
+
+    OciSpec once = oci;
+    apply_edits(once, e, no_lookup);
+    OciSpec twice = once;
+    apply_edits(twice, e, no_lookup);
+    INFO("round " << round);
+    REQUIRE(twice.dump(2) == once.dump(2));
+  }
 }

@@ -276,6 +276,19 @@ void add_backup_if_needed(Plan &plan, const std::string &config_path, const std:
 // Version 2 and 3: drop-in plus an imports entry.
 // `current` is the main file's text, empty when there is none (or it is one
 // gpuslice created, whose text is then `created_earlier`).
+// containerd's own CDI is left as it is; say what it means here. Its default:
+// off in 1.7 (config version 2), on from 2.0 (version 3; a version 2 file on
+// containerd 2 is migrated with the 2.x default, so say both).
+std::string enable_cdi_note(const toml::table *cri, int version) {
+  const std::optional<bool> set = cri ? (*cri)["enable_cdi"].value<bool>() : std::nullopt;
+  const std::string state = set ? (*set ? "on (enable_cdi = true)" : "off (enable_cdi = false)")
+                            : version == 3 ? "on (containerd 2's default)"
+                                           : "off on containerd 1.7, on on containerd 2 (the default of each)";
+  return "containerd's own CDI is " + state +
+         ", left as it is: when on, containerd applies the CDI edits and gpuslice-runtime adds only what is "
+         "missing, then its limits (docs/configure-containerd.md)";
+}
+
 void plan_with_drop_in(Plan &plan, const ConfigureOptions &o, const std::string &drop_in, int version,
                        const std::optional<std::string> &current, const std::string &base,
                        const std::optional<std::string> &created_earlier) {
@@ -346,6 +359,7 @@ void plan_with_drop_in(Plan &plan, const ConfigureOptions &o, const std::string 
   if (effective)
     plan.notes.push_back("the drop-in carries a copy of the CRI settings from " + quote(effective_from) +
                          ": after changing them there, rerun `gpuslice configure containerd`");
+  plan.notes.push_back(enable_cdi_note(effective, version));
 }
 
 // Sets plugins.cri.containerd.default_runtime_name in a version 1 file that

@@ -287,16 +287,19 @@ def sharing_runtime(request, plain_runtime, runtime_name, test_tmp, fake_driver_
 # containerd
 
 
-@pytest.fixture(scope="session")
-def containerd(session_tmp, busybox_rootfs, host_cgroups):
-    """A private containerd 1.6 (root, state, socket, config under a temp dir)
-    with the busybox image imported. Its environment carries GPUSLICE_CONFIG
-    (containerd -> containerd-shim-runc-v2 -> the runc binary inherit it),
-    pointing at `ctrd.gpuslice_config`, written by `containerd_fake_gpu`."""
+@pytest.fixture(scope="session", params=["1.6", "1.7", "2"], ids=lambda r: f"containerd{r}")
+def containerd(request, session_tmp, busybox_rootfs, host_cgroups):
+    """A private containerd (root, state, socket, config under a temp dir)
+    with the busybox image imported: 1.6 (Debian 12's), 1.7 and 2.x (Debian
+    13's and unstable's, fetched once: ctrd.release_bin_dir). Its
+    environment carries GPUSLICE_CONFIG (containerd -> containerd-shim-runc-v2
+    -> the runc binary inherit it), pointing at `ctrd.gpuslice_config`,
+    written by `containerd_fake_gpu`."""
     import ctrd
-    base = session_tmp / "containerd"
+    base = session_tmp / f"containerd-{request.param}"
     env = dict(os.environ, GPUSLICE_CONFIG=str(base / "gpuslice.toml"))
-    d = ctrd.Containerd(base, tool("containerd"), tool("ctr"), env=env)
+    bin_dir = ctrd.release_bin_dir(request.param)
+    d = ctrd.Containerd(base, str(bin_dir / "containerd"), str(bin_dir / "ctr"), env=env)
     d.gpuslice_config = base / "gpuslice.toml"
     try:
         d.start()
@@ -310,10 +313,10 @@ def containerd(session_tmp, busybox_rootfs, host_cgroups):
 def containerd_fake_gpu(request, containerd, session_tmp) -> ocitest.FakeGpu:
     """The fake GPU for containers run through containerd, and the wrapper's
     config (runc as the low-level runtime)."""
-    gpu = ocitest.FakeGpu(session_tmp / "containerd-fake-gpu")
+    gpu = ocitest.FakeGpu(containerd.base / "fake-gpu")
     write_gpuslice_config(containerd.gpuslice_config, [gpu.spec_dir], tool("runc"),
-                          gpuslice_hook_path(request.config), session_tmp / "containerd-gpuslice-state",
-                          session_tmp / "containerd-gpuslice-log")
+                          gpuslice_hook_path(request.config), containerd.base / "gpuslice-state",
+                          containerd.base / "gpuslice-log")
     return gpu
 
 

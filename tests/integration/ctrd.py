@@ -1,6 +1,11 @@
-"""A private containerd 1.6 for tests and a busybox image written locally as an
+"""A private containerd for tests and a busybox image written locally as an
 OCI image layout (no network). Everything lives under one directory: root,
 state, sockets, config, runc's state, the FIFOs of ctr's stdio.
+
+Three releases: Debian 12's containerd 1.6 (installed), and the binaries of
+Debian 13's 1.7 and Debian unstable's 2.x, downloaded once from Debian's
+archive with a private apt state (the system's apt is not touched) and
+cached beside the debootstrap roots (`release_bin_dir`).
 """
 from __future__ import annotations
 
@@ -9,10 +14,12 @@ import io
 import json
 import os
 import platform
+import shutil
 import signal
 import socket
 import subprocess
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,14 +27,18 @@ NAMESPACE = "gpuslice-test"
 IMAGE = "localhost/gpuslice-test/busybox:latest"
 
 # Plugins that cannot run here or are not needed: the CRI plugin (the tests
-# drive containerd through ctr), snapshotters other than overlayfs/native,
-# the /opt plugin (it would create /opt/containerd), tracing.
+# drive containerd through ctr; `cri_config` turns it on), snapshotters other
+# than overlayfs/native, the /opt plugin (it would create /opt/containerd),
+# tracing. containerd 2 split the CRI plugin in three.
+CRI_PLUGINS = {2: ["io.containerd.grpc.v1.cri"],
+               3: ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime", "io.containerd.cri.v1.images",
+                   "io.containerd.podsandbox.controller.v1.podsandbox"]}
 DISABLED_PLUGINS = [
-    "io.containerd.grpc.v1.cri",
     "io.containerd.snapshotter.v1.aufs",
     "io.containerd.snapshotter.v1.btrfs",
     "io.containerd.snapshotter.v1.zfs",
     "io.containerd.snapshotter.v1.devmapper",
+    "io.containerd.snapshotter.v1.erofs",
     "io.containerd.internal.v1.opt",
     "io.containerd.tracing.processor.v1.otlp",
     "io.containerd.internal.v1.tracing",
@@ -37,6 +48,67 @@ DISABLED_PLUGINS = [
 def _goarch() -> str:
     m = platform.machine()
     return {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le", "s390x": "s390x"}.get(m, m)
+
+
+# --------------------------------------------------------------------------
+# containerd releases
+
+# label -> Debian suite whose containerd package it is (None: the system's)
+RELEASES = {"1.6": None, "1.7": "trixie", "2": "sid"}
+
+
+def release_bin_dir(label: str, cache_dir: Path | None = None) -> Path:
+    """The directory of containerd, ctr and containerd-shim-runc-v2 of
+    release `label` (RELEASES). The system's for 1.6; otherwise the Debian
+    package of the suite, fetched once into `cache_dir` (GPUSLICE_TEST_CACHE,
+    default /var/cache/gpuslice-tests) and unpacked there."""
+    suite = RELEASES[label]
+    if suite is None:
+        found = shutil.which("containerd", path=os.environ.get("PATH", "") + ":/usr/bin:/usr/sbin")
+        if not found:
+            raise RuntimeError("containerd missing: apt-get install containerd")
+        return Path(found).parent
+    cache_dir = Path(cache_dir or os.environ.get("GPUSLICE_TEST_CACHE", "/var/cache/gpuslice-tests"))
+    dest = cache_dir / f"containerd-{suite}"
+    if (dest / "usr" / "bin" / "containerd").exists():
+        return dest / "usr" / "bin"
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".containerd-{suite}-", dir=cache_dir))
+    try:
+        (work / "lists" / "partial").mkdir(parents=True)
+        (work / "archives" / "partial").mkdir(parents=True)
+        mirror = os.environ.get("GPUSLICE_DEBIAN_MIRROR") or "http://deb.debian.org/debian"
+        (work / "sources.list").write_text(f"deb {mirror} {suite} main\n")
+        apt = ["-o", f"Dir::Etc::SourceList={work / 'sources.list'}", "-o", "Dir::Etc::SourceParts=/dev/null",
+               "-o", f"Dir::State::Lists={work / 'lists'}", "-o", f"Dir::Cache::Archives={work / 'archives'}",
+               "-o", "Debug::NoLocking=1", "-o", "APT::Sandbox::User=root"]
+        for argv in (["apt-get", "-q", *apt, "update"], ["apt-get", "-q", *apt, "download", "containerd"]):
+            p = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=300)
+            if p.returncode != 0:
+                raise RuntimeError(f"{' '.join(argv[:2])} ... {argv[-1]} for {suite} failed: {p.stdout}{p.stderr}")
+        debs = list(work.glob("containerd_*.deb"))
+        if len(debs) != 1:
+            raise RuntimeError(f"apt-get download containerd ({suite}) gave {debs}")
+        subprocess.run(["dpkg-deb", "-x", str(debs[0]), str(work / "root")], check=True)
+        (work / "root" / "VERSION").write_text(debs[0].name + "\n")
+        try:
+            (work / "root").rename(dest)  # whole or not at all
+        except OSError:
+            pass  # made by someone else meanwhile
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return dest / "usr" / "bin"
+
+
+def release_version(bin_dir: Path) -> tuple[int, int]:
+    out = subprocess.run([str(bin_dir / "containerd"), "--version"], capture_output=True, text=True,
+                         check=True).stdout
+    # "containerd github.com/containerd/containerd/v2 2.1.9~ds1 ..." or "containerd containerd.io 1.6.20 ..."
+    for word in out.split():
+        parts = word.lstrip("v").split(".")
+        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+            return int(parts[0]), int(parts[1])
+    raise RuntimeError(f"no version in {out!r}")
 
 
 # --------------------------------------------------------------------------
@@ -113,32 +185,43 @@ def write_oci_archive(rootfs: Path, dest: Path, name: str = IMAGE, cmd: list[str
 
 
 class Containerd:
-    """A private containerd. With `cri_config` (TOML for the CRI plugin's
-    table, appended), the CRI plugin is on and the image namespace is
+    """A private containerd: `containerd` and `ctr` of one release (its
+    shim is taken from the same directory). With `cri_config` (TOML for the
+    CRI plugin's tables, appended; its layout is the config version's, see
+    `config_version`), the CRI plugin is on and the image namespace is
     kubelet's (k8s.io)."""
 
     def __init__(self, base: Path, containerd: str, ctr: str, env: dict | None = None, cri_config: str = ""):
         self.base = base
         self.bin = containerd
         self.ctr_bin = ctr
+        self.version = release_version(Path(containerd).parent)
         self.socket = base / "containerd.sock"
         self.config = base / "config.toml"
         self.runc_root = base / "runc"
         self.fifo_dir = base / "fifo"
         self.log = base / "containerd.log"
         self.env = dict(os.environ if env is None else env)
+        # containerd finds its shim on PATH: this release's first
+        self.env["PATH"] = f"{Path(containerd).parent}:{self.env.get('PATH', '/usr/bin:/bin')}"
         self.cri_config = cri_config
         self.namespace = "k8s.io" if cri_config else NAMESPACE
         self.proc: subprocess.Popen | None = None
 
+    @property
+    def config_version(self) -> int:
+        """2 for containerd 1.x, 3 for 2.x (the CRI plugin split in three)."""
+        return 3 if self.version >= (2, 0) else 2
+
     def write_config(self) -> None:
         self.base.mkdir(parents=True, exist_ok=True)
         q = json.dumps  # a TOML basic string is a JSON string for these paths
+        disabled = DISABLED_PLUGINS + ([] if self.cri_config else CRI_PLUGINS[self.config_version])
         self.config.write_text("\n".join([
-            "version = 2",
+            f"version = {self.config_version}",
             f"root = {q(str(self.base / 'root'))}",
             f"state = {q(str(self.base / 'state'))}",
-            f"disabled_plugins = {json.dumps([p for p in DISABLED_PLUGINS if not (self.cri_config and 'cri' in p)])}",
+            f"disabled_plugins = {json.dumps(disabled)}",
             "",
             "[grpc]",
             f"  address = {q(str(self.socket))}",

@@ -373,6 +373,7 @@ state=$(cat)
 id=$(printf '%s' "$state" | sed -n 's/.*"id" *: *"\\([^"]*\\)".*/\\1/p')
 printf '%s\\n' "$state" > "$1/$id.state.json"
 env | sort > "$1/$id.env"
+echo ran >> "$1/$id.runs"
 """
 
 

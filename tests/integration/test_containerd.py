@@ -1,7 +1,9 @@
-"""containerd 1.6 (Debian's), private instance, busybox image imported from a
-locally written OCI layout, containers run with `ctr run` and the runc v2 shim.
+"""containerd 1.6 (Debian 12's), 1.7 and 2.x (Debian 13's and unstable's,
+fetched once), private instances, busybox image imported from a locally
+written OCI layout, containers run with `ctr run` and the runc v2 shim (ctr
+has no CDI of its own: gpuslice-runtime applies the edits).
 
-ctr 1.6 passes OCI annotations with `--annotation k=v` (split on the first
+ctr passes OCI annotations with `--annotation k=v` (split on the first
 `=`, so `cdi.k8s.io/x=nvidia.com/gpu=0` works) and uses a runc-compatible
 binary in place of runc with `--runtime io.containerd.runc.v2 --runc-binary
 PATH`; the shim calls it exactly like runc (global flags, then the verb).

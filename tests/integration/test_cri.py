@@ -1,6 +1,7 @@
-"""gpuslice driven the way kubelet drives it: a private containerd 1.6 with
-the CRI plugin on, registered with `gpuslice configure containerd`, and CRI v1
-calls over gRPC (pods, containers with DRA-style and device-plugin-style CDI
+"""gpuslice driven the way kubelet drives it: a private containerd with the
+CRI plugin on — 1.6 (Debian 12), 1.7 (Debian 13) and 2.x (Debian unstable),
+the last two with their own CDI (enable_cdi) off and on — registered with
+`gpuslice configure containerd`, and CRI v1 calls over gRPC (pods, containers with DRA-style and device-plugin-style CDI
 annotations, ExecSync, UpdateContainerResources, teardown). Host-network pods
 need no CNI; the fake GPU is the one of ocitest.FakeGpu plus a slice with a
 memory limit.
@@ -41,32 +42,45 @@ def built(var: str) -> str:
     return os.path.abspath(path)
 
 
-def cri_config(base: Path, runtime: str) -> str:
+def cri_config(base: Path, runtime: str, config_version: int, enable_cdi: bool, spec_dirs: list[Path]) -> str:
+    """The CRI plugin's tables: runc the default handler, and `podann`, the
+    old, unsafe registration that passed pod annotations too. containerd 2
+    (config version 3) moved them to io.containerd.cri.v1.runtime / .images."""
     q = json.dumps
-    p = '[plugins."io.containerd.grpc.v1.cri"'
+    if config_version == 3:
+        rt, images, server = "[plugins.'io.containerd.cri.v1.runtime'", "[plugins.'io.containerd.cri.v1.images'", \
+            "[plugins.'io.containerd.grpc.v1.cri'"
+        head = [f"{images}]", '  snapshotter = "overlayfs"', f"{images}.pinned_images]", f"  sandbox = {q(PAUSE_IMAGE)}",
+                f"{server}]", '  stream_server_address = "127.0.0.1"', '  stream_server_port = "0"',
+                f"{rt}]"]
+        cni = [f"{rt}.cni]", f"  bin_dirs = [{q(str(base / 'cni-bin'))}]", f"  conf_dir = {q(str(base / 'cni-conf'))}"]
+        snapshotter = []
+    else:
+        rt = '[plugins."io.containerd.grpc.v1.cri"'
+        head = [f"{rt}]", f"  sandbox_image = {q(PAUSE_IMAGE)}",
+                '  stream_server_address = "127.0.0.1"', '  stream_server_port = "0"']
+        cni = [f"{rt}.cni]", f"  bin_dir = {q(str(base / 'cni-bin'))}", f"  conf_dir = {q(str(base / 'cni-conf'))}"]
+        snapshotter = ['  snapshotter = "overlayfs"']
     return "\n".join([
-        f"{p}]",
-        f"  sandbox_image = {q(PAUSE_IMAGE)}",
+        *head,
         "  restrict_oom_score_adj = true",  # root may lack CAP_SYS_RESOURCE here
         "  disable_apparmor = true",
-        '  stream_server_address = "127.0.0.1"',
-        '  stream_server_port = "0"',
-        f"{p}.cni]",
-        f"  bin_dir = {q(str(base / 'cni-bin'))}",
-        f"  conf_dir = {q(str(base / 'cni-conf'))}",
-        f"{p}.containerd]",
-        '  snapshotter = "overlayfs"',
+        f"  enable_cdi = {'true' if enable_cdi else 'false'}",
+        f"  cdi_spec_dirs = {q([str(d) for d in spec_dirs])}",
+        *cni,
+        f"{rt}.containerd]",
+        *snapshotter,
         '  default_runtime_name = "runc"',
-        f"{p}.containerd.runtimes.runc]",
+        f"{rt}.containerd.runtimes.runc]",
         '  runtime_type = "io.containerd.runc.v2"',
-        f"{p}.containerd.runtimes.runc.options]",
+        f"{rt}.containerd.runtimes.runc.options]",
         f"  Root = {q(str(base / 'runc'))}",
         # the old, unsafe registration: pod annotations passed too
-        f"{p}.containerd.runtimes.podann]",
+        f"{rt}.containerd.runtimes.podann]",
         '  runtime_type = "io.containerd.runc.v2"',
         '  pod_annotations = ["cdi.k8s.io/*"]',
         '  container_annotations = ["cdi.k8s.io/*"]',
-        f"{p}.containerd.runtimes.podann.options]",
+        f"{rt}.containerd.runtimes.podann.options]",
         f"  Root = {q(str(base / 'runc'))}",
         f"  BinaryName = {q(runtime)}",
         "",
@@ -74,8 +88,10 @@ def cri_config(base: Path, runtime: str) -> str:
 
 
 class Node:
-    def __init__(self, base: Path, d, cri, gpu: ocitest.FakeGpu, state: Path, logs: Path):
+    def __init__(self, base: Path, d, cri, gpu: ocitest.FakeGpu, state: Path, logs: Path, release: str,
+                 enable_cdi: bool):
         self.base, self.containerd, self.cri, self.gpu, self.state, self.logs = base, d, cri, gpu, state, logs
+        self.release, self.enable_cdi = release, enable_cdi
         self._ids = itertools.count()
 
     def name(self, prefix: str) -> str:
@@ -88,13 +104,20 @@ class Node:
         return json.loads((self.task_dir(cid) / "config.json").read_text())
 
 
-@pytest.fixture(scope="module")
+# containerd release x its own CDI (enable_cdi, from 1.7): 1.6 has none, so
+# gpuslice applies the edits; with it on, containerd applies them first and
+# gpuslice must not apply them again.
+NODES = [("1.6", False), ("1.7", False), ("1.7", True), ("2", False), ("2", True)]
+
+
+@pytest.fixture(scope="module", params=NODES, ids=[f"containerd{r}-cdi-{'on' if c else 'off'}" for r, c in NODES])
 def node(request, session_tmp, busybox_rootfs, host_cgroups):
     import cri_client
     import ctrd
+    release, enable_cdi = request.param
     runtime = gpuslice_path(request.config)
     hook = gpuslice_hook_path(request.config)
-    base = session_tmp / "cri"
+    base = session_tmp / f"cri-{release}-{'cdi' if enable_cdi else 'nocdi'}"
     base.mkdir()
     gpu = ocitest.FakeGpu(base / "fake-gpu")
     # a slice of GPU 0 with a memory limit, as a sharing-aware DRA driver writes it
@@ -108,8 +131,10 @@ def node(request, session_tmp, busybox_rootfs, host_cgroups):
     conf.write_text(conf.read_text().replace(
         "[runtime]\n", f'[runtime]\ninterposer-path = "{built("GPUSLICE_INTERPOSER")}"\n', 1))
     env = dict(os.environ, GPUSLICE_CONFIG=str(conf))
-    d = ctrd.Containerd(base / "containerd", tool("containerd"), tool("ctr"), env=env,
-                        cri_config=cri_config(base, runtime))
+    bin_dir = ctrd.release_bin_dir(release)
+    d = ctrd.Containerd(base / "containerd", str(bin_dir / "containerd"), str(bin_dir / "ctr"), env=env)
+    d.cri_config = cri_config(base, runtime, d.config_version, enable_cdi, [gpu.spec_dir])
+    d.namespace = "k8s.io"
     d.write_config()
     # Registered the way an operator does it.
     p = subprocess.run([built("GPUSLICE_CLI"), "configure", "containerd", "--config", str(d.config),
@@ -121,7 +146,7 @@ def node(request, session_tmp, busybox_rootfs, host_cgroups):
         d.import_busybox(busybox_rootfs, PAUSE_IMAGE, ["sleep", "1000000"])
         d.import_busybox(busybox_rootfs, BUSYBOX)
         client = cri_client.Cri(d.socket, base / "cri-gen")
-        yield Node(base, d, client, gpu, state, logs)
+        yield Node(base, d, client, gpu, state, logs, release, enable_cdi)
     finally:
         if client:
             client.close()
@@ -212,6 +237,28 @@ def test_dra_and_device_plugin_containers_get_their_devices(node):
         pause = node.bundle_config(pod.id)
         assert "gpuslice-hook" not in json.dumps(pause) and "/dev/nvidia" not in json.dumps(pause)
         assert "gpuslice-hook" in json.dumps(node.bundle_config(dra))
+
+
+def test_cdi_edits_are_applied_once_whoever_applies_them(node):
+    """containerd 1.7+ with enable_cdi applies the spec's edits before
+    gpuslice-runtime sees config.json: nothing may be there twice, and the
+    spec's hook runs once."""
+    with Pod(node) as pod:
+        cid = pod.container({DRA_KEY: "nvidia.com/gpu=0"})
+        config = node.bundle_config(cid)
+        hooks = config.get("hooks", {})
+        assert [h["path"] for h in hooks.get("createContainer", [])].count(str(node.gpu.hook)) == 1, hooks
+        for stage, entries in hooks.items():
+            assert sum("gpuslice-hook" in h["path"] for h in entries) <= 1, (stage, entries)
+        for minor in (0, 255):
+            rules = [r for r in config["linux"]["resources"]["devices"]
+                     if r.get("allow") and r.get("major") == 195 and r.get("minor") == minor]
+            assert len(rules) == 1, config["linux"]["resources"]["devices"]
+        assert [d["path"] for d in config["linux"]["devices"]].count("/dev/nvidia0") == 1
+        assert config["process"]["env"].count("GPUSLICE_FAKE_GPU0=present") == 1
+        assert [m["destination"] for m in config["mounts"]].count(ocitest.FakeGpu.MOUNT_DEST) == 1
+        assert (node.gpu.markers / f"{cid}.runs").read_text().split() == ["ran"]
+        assert "opens-nvidia0" in pod.sh(cid, GPU_PROBE).split()
 
 
 def gpuslice_path_in_options(node: Node, cid: str) -> bool:

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Root integration test: `gpuslice configure containerd` against the real
-containerd (Debian's 1.6, installed by CI).
+containerd (Debian's 1.6, installed by CI; a version 3 config against
+Debian unstable's containerd 2.x, fetched once).
 
 Why a real containerd: what matters is what containerd makes of the files, not
 what we think it makes of them. In particular containerd before 2.1 replaces a
@@ -17,6 +18,7 @@ Written with unittest so that it runs without pytest; pytest runs it too.
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -53,6 +55,27 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     endpoint = ["https://mirror.example"]
 """
 
+# containerd 2.x's own layout: the CRI plugin split in three, the sandbox
+# image pinned in the images plugin, its own CDI on.
+MAIN_V3 = """\
+# a containerd 2 config
+version = 3
+imports = ["{dir}/site.d/*.toml"]
+
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "native"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = "registry.example/pause:3.10"
+
+[plugins.'io.containerd.cri.v1.runtime']
+  enable_cdi = true
+  [plugins.'io.containerd.cri.v1.runtime'.containerd]
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+        SystemdCgroup = true
+"""
+
 MAIN_V1 = """\
 [plugins.cri]
   sandbox_image = "registry.example/pause:3.6"
@@ -76,9 +99,16 @@ def gpuslice(config, *extra):
     return run(GPUSLICE, "configure", "containerd", "--config", config, *extra).stdout
 
 
-def dump(config):
+def dump(config, containerd=CONTAINERD):
     """containerd's merged view of a config and its imports."""
-    return tomllib.loads(run(CONTAINERD, "--config", config, "config", "dump").stdout)
+    return tomllib.loads(run(containerd, "--config", config, "config", "dump").stdout)
+
+
+def containerd_release(label):
+    """Bin dir of another containerd release (tests/integration/ctrd.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import ctrd
+    return ctrd.release_bin_dir(label)
 
 
 def cri(dumped):
@@ -147,6 +177,30 @@ class ConfigureContainerd(unittest.TestCase):
         if plugin["sandbox_image"] == "registry.example/pause:3.9":
             self.skipTest("this containerd deep-merges imports (2.1+)")
         self.assertNotIn("runc", plugin["containerd"]["runtimes"])
+
+    def test_version3_with_containerd_2(self):
+        """containerd 2.x (Debian unstable's, fetched once) merges the drop-in
+        into io.containerd.cri.v1.runtime; its own settings (enable_cdi, the
+        pinned sandbox image, runc's SystemdCgroup) are left as they were."""
+        containerd2 = str(containerd_release("2") / "containerd")
+        os.mkdir(os.path.join(self.dir, "site.d"))
+        with open(self.config, "w") as f:
+            f.write(MAIN_V3.format(dir=self.dir))
+        out = gpuslice(self.config)
+        self.assertIn("containerd's own CDI is on (enable_cdi = true), left as it is", out)
+        dumped = dump(self.config, containerd2)
+        self.assertEqual(dumped["version"], 3)
+        runtime = dumped["plugins"]["io.containerd.cri.v1.runtime"]
+        self.assert_handler(runtime, systemd_cgroup=True)
+        self.assertTrue(runtime["enable_cdi"])
+        self.assertTrue(runtime["containerd"]["runtimes"]["runc"]["options"]["SystemdCgroup"])
+        self.assertEqual(dumped["plugins"]["io.containerd.cri.v1.images"]["pinned_images"]["sandbox"],
+                         "registry.example/pause:3.10")
+        gpuslice(self.config, "--remove")
+        with open(self.config) as f:
+            self.assertEqual(f.read(), MAIN_V3.format(dir=self.dir))
+        self.assertNotIn("gpuslice", dump(self.config, containerd2)["plugins"]["io.containerd.cri.v1.runtime"]
+                         ["containerd"]["runtimes"])
 
     def test_version1_block_in_main_file(self):
         with open(self.config, "w") as f:

@@ -108,8 +108,10 @@ BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const st
   BundleSpec spec = BundleSpec::load(path);
   Requests requests = collect_requests(spec.json(), config);
   BundleEdit edit;
-  if (requests.empty())
+  if (requests.empty()) {
+    refuse_limits_not_claimed(spec.json());
     return edit;
+  }
   if (!state::is_safe_container_id(request.container_id))
     throw Error("container id " + quote(request.container_id) + " is not a safe path component");
 
@@ -126,6 +128,8 @@ BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const st
     claimed.push_back(std::move(c));
   }
   const auto limits = container_limits(claimed, spec.json(), config);
+  if (!limits)
+    refuse_limits_not_claimed(spec.json());
 
   CreateContext ctx{spec, config, config_file, request.container_id,
                     fs::clean_path(config.state_dir) + "/containers/" + request.container_id, std::string(), {}};

@@ -147,6 +147,17 @@ std::optional<sharing::Limits> container_limits(const std::vector<ClaimedEnv> &c
   return limits;
 }
 
+void refuse_limits_not_claimed(const cdi::OciSpec &oci) {
+  const auto env = process_env(oci);
+  for (const char *key : {"GPUSLICE_MEMORY_LIMIT", "GPUSLICE_COMPUTE_LIMIT"})
+    if (env_value(env, key))
+      throw Error(std::string("the container's environment sets ") + key +
+                  ", but no device it claims through a cdi.k8s.io/ container annotation carries a limit, so "
+                  "gpuslice would not enforce it: refusing to start it unlimited. A device passed only in the "
+                  "CRI CDIDevices field is applied by containerd (enable_cdi) without gpuslice-runtime seeing "
+                  "it: the DRA driver or device plugin must also set the annotation");
+}
+
 std::string merged_preload(const std::optional<std::string> &image_preload) {
   std::string out = std::string(kInterposerContainerPath) + "\n";
   if (!image_preload)

@@ -57,12 +57,14 @@ class Cri:
         return self.call("RunPodSandbox", self.pb.RunPodSandboxRequest(config=config, runtime_handler=handler)).pod_sandbox_id
 
     def create_container(self, pod_id: str, pod_config, name: str, image: str, args: list[str],
-                         annotations: dict | None = None, envs: dict | None = None) -> str:
+                         annotations: dict | None = None, envs: dict | None = None,
+                         cdi_devices: list[str] = ()) -> str:
         pb = self.pb
         config = pb.ContainerConfig(
             metadata=pb.ContainerMetadata(name=name, attempt=0), image=pb.ImageSpec(image=image),
             command=args[:1], args=args[1:], annotations=annotations or {},
             envs=[pb.KeyValue(key=k, value=v) for k, v in (envs or {}).items()], log_path=f"{name}.log",
+            CDI_devices=[pb.CDIDevice(name=n) for n in cdi_devices],
             linux=pb.LinuxContainerConfig(security_context=pb.LinuxContainerSecurityContext(
                 namespace_options=pb.NamespaceOption(network=pb.NODE, pid=pb.CONTAINER, ipc=pb.POD))))
         return self.call("CreateContainer", pb.CreateContainerRequest(

@@ -166,9 +166,10 @@ class Pod:
         self.id = node.cri.run_pod(self.config, handler)
         self.containers: list[str] = []
 
-    def container(self, annotations: dict | None = None, start: bool = True, args: list[str] | None = None) -> str:
+    def container(self, annotations: dict | None = None, start: bool = True, args: list[str] | None = None,
+                  cdi_devices: list[str] = ()) -> str:
         cid = self.node.cri.create_container(self.id, self.config, self.node.name("ctr"), BUSYBOX,
-                                             args or ["sleep", "1000000"], annotations)
+                                             args or ["sleep", "1000000"], annotations, cdi_devices=cdi_devices)
         self.containers.append(cid)
         if start:
             self.node.cri.start(cid)
@@ -296,6 +297,24 @@ def test_limits_through_cri_and_teardown_leaves_nothing(node):
     while time.monotonic() < deadline and any((node.state / "containers").iterdir()):
         time.sleep(0.05)
     assert list((node.state / "containers").iterdir()) == []
+
+
+def test_a_limited_device_only_in_the_cdi_devices_field_is_refused_not_run_unlimited(node):
+    """kubelet's CRI field CDIDevices does not reach the runtime: containerd
+    with its own CDI applies the slice's edits (its GPUSLICE_MEMORY_LIMIT
+    among them) and gpuslice-runtime sees no claim. It must refuse rather
+    than start a slice without its limit; without enable_cdi the field is
+    ignored by containerd and the container gets no GPU at all."""
+    import grpc
+    with Pod(node) as pod:
+        if node.enable_cdi:
+            with pytest.raises(grpc.RpcError) as err:
+                pod.container(cdi_devices=[f"{SLICE_KIND}=limited"])
+            assert "refusing to start it unlimited" in err.value.details(), err.value.details()
+        else:
+            cid = pod.container(cdi_devices=[f"{SLICE_KIND}=limited"])
+            assert pod.sh(cid, GPU_PROBE).split() == []
+            assert "GPUSLICE_MEMORY_LIMIT" not in init_env(pod, cid)
 
 
 def test_pod_annotation_gives_no_device(node):

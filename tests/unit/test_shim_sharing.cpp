@@ -286,3 +286,30 @@ TEST_CASE("exec: the recorded CDI env is added where the process does not set it
   n.t.write("bad.json", R"({"env": "x"})");
   CHECK_THROWS_WITH(add_cdi_env(n.t / "bad.json", n.config.state_dir, "ctr"), Catch::Contains("\"env\" is not an array"));
 }
+
+TEST_CASE("prepare_bundle: a limit in the env that no claimed device gives is refused, config.json untouched",
+          "[shim][sharing]") {
+  Node n;
+  // What containerd with enable_cdi leaves for a limited device passed only
+  // in the CRI CDIDevices field: its edits applied, no annotation.
+  n.t.write("engine/config.json", R"({"root": {"path": "rootfs"}, "process": {"env": ["GPUSLICE_MEMORY_LIMIT=256Mi"]}})");
+  const std::string before = fs::read_file(n.t / "engine/config.json");
+  CHECK_THROWS_WITH(prepare(n.t / "engine", "e1", n.config),
+                    Catch::Contains("sets GPUSLICE_MEMORY_LIMIT") && Catch::Contains("refusing to start it unlimited") &&
+                        Catch::Contains("CDIDevices"));
+  CHECK(fs::read_file(n.t / "engine/config.json") == before);
+  // Beside a claimed device without limits, and for a compute limit alike.
+  const std::string b = n.bundle("plain-claimed", "plain");
+  auto oci = cdi::OciSpec::parse(fs::read_file(b + "/config.json"));
+  oci["process"]["env"].push_back("GPUSLICE_COMPUTE_LIMIT=30");
+  n.t.write("plain-claimed/config.json", oci.dump());
+  CHECK_THROWS_WITH(prepare(b, "e2", n.config), Catch::Contains("sets GPUSLICE_COMPUTE_LIMIT"));
+  CHECK(::access((n.t / "state/containers/e2").c_str(), F_OK) != 0);
+  // A claimed device with limits: the container's own value is just ignored (test above).
+  oci["annotations"]["cdi.k8s.io/x"] = "v.com/gpu=0";
+  n.t.write("plain-claimed/config.json", oci.dump());
+  CHECK(prepare(b, "e3", n.config).shared);
+  // No GPUSLICE_ limit in the env, no request: untouched, no error.
+  n.t.write("none/config.json", R"({"root": {"path": "rootfs"}, "process": {"env": ["GPUSLICE_COMPUTE_POLICY=burst"]}})");
+  CHECK_FALSE(prepare(n.t / "none", "e4", n.config).written);
+}

@@ -51,6 +51,14 @@ struct ClaimedEnv {
 std::optional<sharing::Limits> container_limits(const std::vector<ClaimedEnv> &claimed, const cdi::OciSpec &oci,
                                                 const Config &config);
 
+// For a container that gets no limits: an error when its process env sets
+// GPUSLICE_MEMORY_LIMIT or GPUSLICE_COMPUTE_LIMIT all the same. That env is
+// not a trusted source, but where it comes from a CDI spec an engine applied
+// (containerd 1.7+ / 2.x with enable_cdi, a device passed only in the CRI
+// CDIDevices field, which never reaches the runtime), starting the
+// container would run a slice without its limit: fail closed.
+void refuse_limits_not_claimed(const cdi::OciSpec &oci);
+
 // The files of the container's state dir, computed before anything is
 // written. Checks the image first: a symlink (or anything but a directory)
 // on /etc, /run or /run/gpuslice, or anything but a regular file at

@@ -272,5 +272,4 @@ std::vector<std::string> Registry::device_names() const {
   return names;
 }
 
-
 } // namespace gpuslice::cdi

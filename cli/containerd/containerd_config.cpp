@@ -273,9 +273,6 @@ void add_backup_if_needed(Plan &plan, const std::string &config_path, const std:
                           "back up " + quote(config_path) + " as " + quote(backup)});
 }
 
-// Version 2 and 3: drop-in plus an imports entry.
-// `current` is the main file's text, empty when there is none (or it is one
-// gpuslice created, whose text is then `created_earlier`).
 // containerd's own CDI is left as it is; say what it means here. Its default:
 // off in 1.7 (config version 2), on from 2.0 (version 3; a version 2 file on
 // containerd 2 is migrated with the 2.x default, so say both).
@@ -289,6 +286,9 @@ std::string enable_cdi_note(const toml::table *cri, int version) {
          "missing, then its limits (docs/configure-containerd.md)";
 }
 
+// Version 2 and 3: drop-in plus an imports entry.
+// `current` is the main file's text, empty when there is none (or it is one
+// gpuslice created, whose text is then `created_earlier`).
 void plan_with_drop_in(Plan &plan, const ConfigureOptions &o, const std::string &drop_in, int version,
                        const std::optional<std::string> &current, const std::string &base,
                        const std::optional<std::string> &created_earlier) {

@@ -375,9 +375,11 @@ def debian12(tmp_path):
     view.close()
 
 
+# What runs in a node root gets this environment, nothing of the caller's.
+ROOT_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+
+
 def in_root(root: Path, script: str, env: dict[str, str] | None = None, timeout: float = 120
             ) -> subprocess.CompletedProcess:
-    # chroot's own minimal environment: nothing of the caller's
-    base = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
-    return subprocess.run(["chroot", str(root), "/bin/sh", "-c", script], env={**base, **(env or {})},
+    return subprocess.run(["chroot", str(root), "/bin/sh", "-c", script], env={**ROOT_ENV, **(env or {})},
                           capture_output=True, text=True, timeout=timeout)

@@ -205,8 +205,11 @@ class Containerd:
         # containerd finds its shim on PATH: this release's first
         self.env["PATH"] = f"{Path(containerd).parent}:{self.env.get('PATH', '/usr/bin:/bin')}"
         self.cri_config = cri_config
-        self.namespace = "k8s.io" if cri_config else NAMESPACE
         self.proc: subprocess.Popen | None = None
+
+    @property
+    def namespace(self) -> str:
+        return "k8s.io" if self.cri_config else NAMESPACE
 
     @property
     def config_version(self) -> int:

@@ -134,7 +134,6 @@ def node(request, session_tmp, busybox_rootfs, host_cgroups):
     bin_dir = ctrd.release_bin_dir(release)
     d = ctrd.Containerd(base / "containerd", str(bin_dir / "containerd"), str(bin_dir / "ctr"), env=env)
     d.cri_config = cri_config(base, runtime, d.config_version, enable_cdi, [gpu.spec_dir])
-    d.namespace = "k8s.io"
     d.write_config()
     # Registered the way an operator does it.
     p = subprocess.run([built("GPUSLICE_CLI"), "configure", "containerd", "--config", str(d.config),

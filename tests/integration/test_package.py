@@ -24,10 +24,8 @@ from pathlib import Path
 import pytest
 
 import ocitest
-from conftest import (KIND, add_containerd_and_a_cdi_spec, built, check_packaged_floors, fake_driver_cdi_spec,
-                      in_root, package_build_env)
-
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import (KIND, REPO, ROOT_ENV, add_containerd_and_a_cdi_spec, built, check_packaged_floors,
+                      fake_driver_cdi_spec, in_root, package_build_env)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +35,7 @@ def deb(tmp_path_factory) -> Path:
     dist = tmp_path_factory.mktemp("dist")
     # no -dbgsym package: the tests do not need it, and it takes time
     env = package_build_env(dist, DEB_BUILD_OPTIONS="noddebs")
-    p = subprocess.run(["bash", str(ROOT / "packaging" / "build.sh"), "deb"], env=env, capture_output=True,
+    p = subprocess.run(["bash", str(REPO / "packaging" / "build.sh"), "deb"], env=env, capture_output=True,
                        text=True, timeout=1200)
     assert p.returncode == 0, p.stdout + p.stderr
     debs = [d for d in dist.glob("gpuslice_*.deb")]
@@ -139,8 +137,7 @@ def in_node(root: Path, script: str, timeout: float = 120) -> subprocess.Complet
     setup = (f"mount -t proc proc {q(str(root / 'proc'))} && mount --rbind /sys {q(str(root / 'sys'))} && "
              f"mount --rbind /dev {q(str(root / 'dev'))} && "
              f"exec chroot {q(str(root))} /bin/sh -c {q(script)}")
-    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
-    return subprocess.run(["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", setup], env=env,
+    return subprocess.run(["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", setup], env=ROOT_ENV,
                           capture_output=True, text=True, timeout=timeout)
 
 

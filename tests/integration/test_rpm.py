@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, add_containerd_and_a_cdi_spec, check_packaged_floors, in_root, package_build_env
+from conftest import REPO, ROOT_ENV, add_containerd_and_a_cdi_spec, check_packaged_floors, in_root, package_build_env
 
 # What a RHEL 9.4 node provides for each thing the package may require, and
 # from where: sonames -> (package, repository). Nothing from EPEL or CRB.
@@ -137,9 +137,8 @@ def test_install_register_upgrade_erase_in_a_foreign_root(rpm, debian12):
 
     def rpm_in_root(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         # --nodeps: the root's libraries are Debian packages that rpm's database does not know
-        base = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
         return subprocess.run(["rpm", "--root", str(root), "--dbpath", "/var/lib/rpm", *args],
-                              env={**base, **(env or {})}, capture_output=True, text=True, timeout=120)
+                              env={**ROOT_ENV, **(env or {})}, capture_output=True, text=True, timeout=120)
 
     assert rpm_in_root("--initdb").returncode == 0
     p = rpm_in_root("--nodeps", "-i", str(rpm), env={"GPUSLICE_CONFIGURE_CONTAINERD": "1"})

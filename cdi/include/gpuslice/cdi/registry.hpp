@@ -81,5 +81,4 @@ public:
   bool uses_inotify() const;
 };
 
-
 } // namespace gpuslice::cdi

@@ -82,7 +82,7 @@ Config parse_config(const std::string &toml_text, const std::string &origin) {
     toml::table root;
     root = parse_toml(toml_text, origin);
     Config c;
-    reject_unknown(root, "", {"cdi", "runtime", "log"});
+    reject_unknown(root, "", {"cdi", "runtime", "log", "selinux"});
     if (const auto *t = sub(root, "cdi")) {
       reject_unknown(*t, "cdi", {"spec-dirs", "annotation-prefixes"});
       get(*t, "spec-dirs", c.spec_dirs, "cdi");
@@ -105,6 +105,11 @@ Config parse_config(const std::string &toml_text, const std::string &origin) {
       get(*t, "target", c.log.target, "log");
       get(*t, "directory", c.log.directory, "log");
     }
+    if (const auto *t = sub(root, "selinux")) {
+      reject_unknown(*t, "selinux", {"label", "shared-file-label"});
+      get(*t, "label", c.selinux_label, "selinux");
+      get(*t, "shared-file-label", c.selinux_shared_file_label, "selinux");
+    }
     for (const auto &[table_name, table] : root)
       if (const auto *t = table.as_table())
         for (const auto &[key, value] : *t)
@@ -114,6 +119,8 @@ Config parse_config(const std::string &toml_text, const std::string &origin) {
       throw Error("log.level " + quote(c.log.level) + " is not one of trace, debug, info, warn, error, critical, off");
     if (c.log.target != "file" && c.log.target != "syslog" && c.log.target != "stderr")
       throw Error("log.target " + quote(c.log.target) + " is not one of file, syslog, stderr");
+    if (c.selinux_label != "auto" && c.selinux_label != "on" && c.selinux_label != "off")
+      throw Error("selinux.label " + quote(c.selinux_label) + " is not one of auto, on, off");
     if (c.runtimes.empty())
       throw Error("runtime.runtimes must name at least one runtime");
     return c;

@@ -50,21 +50,33 @@ void add_gpuslice_hooks(cdi::OciSpec &oci, const Config &config, const std::stri
 
 namespace {
 
-void write_in(int dir_fd, const std::string &name, const std::string &text, mode_t mode, const std::string &shown) {
+void write_in(int dir_fd, const std::string &name, const std::string &text, mode_t mode, const std::string &shown,
+              const selinux::Labeler &labeler) {
   UniqueFd f(::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!f || ::write(f.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
       ::fchmod(f.get(), mode) != 0)
     throw system_error("cannot write " + quote(shown + "/" + name));
+  labeler.label_fd(f.get(), selinux::Share::private_file, shown + "/" + name);
 }
 
 // The usage region, its socket in the state dir, and the monitor that holds
 // the region for as long as the container lives.
 void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, std::string &pid_file) {
+  const selinux::Labeler &labeler = ctx.plan.labeler;
   sharing::MonitorSetup monitor;
   monitor.region = sharing::create_region();
-  monitor.listener = sharing::listen_region_socket(dir.fd.get(), kRegionSocketName, dir.path + "/" + kRegionSocketName);
-  if (ctx.plan.burst)
-    monitor.activity_table = sharing::open_activity_table(fs::clean_path(ctx.config.state_dir) + "/activity");
+  labeler.label_fd(monitor.region.get(), selinux::Share::private_file, "the usage region");
+  const std::string socket_path = dir.path + "/" + kRegionSocketName;
+  {
+    const auto socket_label = labeler.socket_label();
+    monitor.listener = sharing::listen_region_socket(dir.fd.get(), kRegionSocketName, socket_path);
+  }
+  labeler.label_in_dir(dir.fd.get(), kRegionSocketName, selinux::Share::private_file, socket_path);
+  if (ctx.plan.burst) {
+    const std::string activity = fs::clean_path(ctx.config.state_dir) + "/activity";
+    monitor.activity_table = sharing::open_activity_table(activity);
+    labeler.label_fd(monitor.activity_table.get(), selinux::Share::shared_read_only, activity);
+  }
   // This process becomes runc (exec): once it exits, `create` is over and
   // runc has written the init's pid.
   monitor.watched = sharing::open_pidfd(static_cast<int>(::getpid()));
@@ -91,8 +103,9 @@ void commit(CreateContext &ctx, std::string &pid_file, const std::string &config
   state::collect_stale(ctx.config.state_dir);
   const state::ContainerDir dir = state::create_container_dir(ctx.config.state_dir, ctx.container_id);
   try {
+    ctx.plan.labeler.label_fd(dir.fd.get(), selinux::Share::private_file, dir.path);
     for (const auto &[name, text] : ctx.plan.files)
-      write_in(dir.fd.get(), name, text, 0444, dir.path);
+      write_in(dir.fd.get(), name, text, 0444, dir.path, ctx.plan.labeler);
     if (ctx.plan.monitor)
       start_monitor(dir, ctx, pid_file);
     ctx.spec.save(config_json);
@@ -137,6 +150,7 @@ BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const st
   modifiers.push_back(exec_env_modifier(edits.env));
   modifiers.push_back(cdi_edits_modifier(std::move(edits)));
   modifiers.push_back(hooks_modifier());
+  modifiers.push_back(selinux_modifier());
   if (limits) {
     const std::string root = spec.root_path();
     ctx.rootfs = fs::absolute(fs::is_absolute(root) ? root : bundle_dir + "/" + root);

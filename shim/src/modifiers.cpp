@@ -1,5 +1,6 @@
 #include "gpuslice/shim/modifiers.hpp"
 
+#include "gpuslice/common/json_text.hpp"
 #include "gpuslice/shim/bundle.hpp"
 #include "gpuslice/shim/exec_env.hpp"
 #include "gpuslice/shim/image_glibc.hpp"
@@ -49,11 +50,38 @@ private:
   sharing::Limits limits_;
 };
 
+// A string two levels down ("linux", "mountLabel"); nullopt when absent.
+std::optional<std::string> nested_string(const cdi::OciSpec &oci, const char *outer, const char *key) {
+  auto it = oci.find(outer);
+  if (it == oci.end())
+    return std::nullopt;
+  return string_member(*it, key, std::string(outer) + "." + key);
+}
+
+class SelinuxLabels final : public Modifier {
+public:
+  explicit SelinuxLabels(selinux::System &system) : system_(system) {}
+  void modify(CreateContext &ctx) const override {
+    const auto mode = selinux::parse_mode(ctx.config.selinux_label);
+    if (mode == selinux::Mode::off)
+      return;
+    const auto &oci = ctx.spec.json();
+    auto labels = selinux::container_labels(nested_string(oci, "linux", "mountLabel"),
+                                            nested_string(oci, "process", "selinuxLabel"),
+                                            ctx.config.selinux_shared_file_label);
+    ctx.plan.labeler = selinux::Labeler(system_, mode, std::move(labels));
+  }
+
+private:
+  selinux::System &system_;
+};
+
 } // namespace
 
 std::unique_ptr<Modifier> cdi_edits_modifier(cdi::ContainerEdits edits) { return std::make_unique<CdiEdits>(std::move(edits)); }
 std::unique_ptr<Modifier> hooks_modifier() { return std::make_unique<Hooks>(); }
 std::unique_ptr<Modifier> exec_env_modifier(std::vector<std::string> env) { return std::make_unique<ExecEnv>(std::move(env)); }
 std::unique_ptr<Modifier> sharing_modifier(sharing::Limits limits) { return std::make_unique<Sharing>(std::move(limits)); }
+std::unique_ptr<Modifier> selinux_modifier(selinux::System &system) { return std::make_unique<SelinuxLabels>(system); }
 
 } // namespace gpuslice::shim

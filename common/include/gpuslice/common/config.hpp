@@ -32,6 +32,9 @@ struct Config {
   bool accept_gpushare_env = false;
   // [log]
   log::Options log;
+  // [selinux] (docs/selinux.md)
+  std::string selinux_label = "auto"; // auto, on, off
+  std::string selinux_shared_file_label = "system_u:object_r:container_ro_file_t:s0";
   // The keys the config file set ("runtime.hook-path"); the others are the
   // compiled-in defaults above.
   std::set<std::string> from_file;

@@ -7,6 +7,7 @@
 
 #include "gpuslice/cdi/apply.hpp"
 #include "gpuslice/common/config.hpp"
+#include "gpuslice/selinux/labeler.hpp"
 #include "gpuslice/sharing/limits.hpp"
 #include "gpuslice/shim/bundle_spec.hpp"
 
@@ -22,6 +23,7 @@ struct HostPlan {
   std::vector<std::pair<std::string, std::string>> files; // name in the state dir -> content (0444)
   bool monitor = false;                                    // the usage region, its socket, the monitor
   bool burst = false;                                      // the monitor publishes to the activity table
+  selinux::Labeler labeler;                                // labels what commit makes (inactive: none)
 };
 
 struct CreateContext {
@@ -51,10 +53,13 @@ std::unique_ptr<Modifier> hooks_modifier();
 std::unique_ptr<Modifier> exec_env_modifier(std::vector<std::string> env);
 // GPU limits: limits file, preload list, mounts, monitor (sharing.hpp).
 std::unique_ptr<Modifier> sharing_modifier(sharing::Limits limits);
+// SELinux labels for what commit makes, from the container's
+// linux.mountLabel and process.selinuxLabel (selinux/labeler.hpp).
+std::unique_ptr<Modifier> selinux_modifier(selinux::System &system = selinux::libselinux());
 
 // Performs ctx.plan, then writes the spec to `config_json`: the state dir
 // (stale ones collected first; a live id refused), its files, the region
-// and monitor (the pid file runc will write is request_pid_file, set to one
+// and monitor, each labelled by ctx.plan.labeler (the pid file runc will write is request_pid_file, set to one
 // in the state dir when empty). On failure nothing is left.
 void commit(CreateContext &ctx, std::string &request_pid_file, const std::string &config_json);
 

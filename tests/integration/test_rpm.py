@@ -34,6 +34,7 @@ REQUIRES_ON_RHEL9 = {
     "libstdc++.so.6": ("libstdc++", "BaseOS"),
     "libgcc_s.so.1": ("libgcc", "BaseOS"),
     "libyaml-0.so.2": ("libyaml", "AppStream"),
+    "libselinux.so.1": ("libselinux", "BaseOS"),  # a dynamic gpuslice-runtime (built on RHEL)
     "/bin/sh": ("bash", "BaseOS"),
 }
 # RHEL 9.4: glibc 2.34, gcc 11's libstdc++ (GLIBCXX_3.4.29, CXXABI_1.3.13),
@@ -49,6 +50,7 @@ EXPECTED_FILES = {
     "/usr/share/containers/oci/hooks.d/gpuslice.json",
     "/usr/share/man/man1/gpuslice.1.gz", "/usr/share/man/man8/gpuslice-runtime.8.gz",
     "/usr/share/man/man8/gpuslice-hook.8.gz",
+    "/usr/share/selinux/packages/gpuslice.pp",
 }
 
 
@@ -117,6 +119,13 @@ def test_scriptlets_register_only_when_asked_and_unregister_on_erase(rpm):
     assert "systemctl restart" not in post.replace("(systemctl restart containerd)", ""), post
     preun = scripts.split("preuninstall scriptlet")[1]
     assert '"$1" -eq 0' in preun and "configure containerd --remove" in preun, scripts
+    # SELinux: the module loaded (and the file contexts applied) on install
+    # and upgrade, unloaded on erase only, nothing where SELinux tools are
+    # missing (the foreign-root test below runs these without them).
+    assert "semodule -X 200 -i /usr/share/selinux/packages/gpuslice.pp" in post, post
+    assert "restorecon -RF /usr/lib64/gpuslice" in post and "restorecon -F /usr/bin/gpuslice-runtime" in post, post
+    postun = scripts.split("postuninstall scriptlet")[1]
+    assert '"$1" -eq 0' in postun and "semodule -X 200 -r gpuslice" in postun, postun
 
 
 def test_rpmlint_finds_no_error(rpm):

@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -225,10 +226,20 @@ void gs_init_slow(void) {
   const char *lp = pick_path(GS_ENV_LIMITS, GS_DEFAULT_LIMITS_PATH);
   int state = GS_PASSTHROUGH;
   int n = gs_limits_load(lp);
-  if (n < 0) {
+  const int load_errno = n < 0 ? errno : 0;
+  if (n < 0 && load_errno == ENOENT) {
     GS_LOG("no usable limits file \"%s\": not enforcing", lp);
   } else if (gs_track_init() != 0) {
     GS_LOG("cannot map the allocation table: not enforcing");
+  } else if (n < 0) {
+    /* There but unreadable (an SELinux denial, a directory) or malformed:
+     * the container has limits this process cannot see. Fail closed. */
+    char why[160]; /* what region.c keeps of it */
+    snprintf(why, sizeof why, "limits file \"%s\": %s", lp,
+             load_errno == EINVAL ? "malformed" : strerror(load_errno));
+    gs_region_refuse(why);
+    state = gs_reg ? GS_ENFORCE : GS_PASSTHROUGH;
+    GS_LOG("%s: every GPU memory allocation is refused", why);
   } else {
     const char *rp = pick_path(GS_ENV_REGION, GS_DEFAULT_REGION_SOCKET);
     gs_region_open(rp); /* a region that cannot be had refuses charges: still enforcing */

@@ -77,6 +77,7 @@ int gs_uuid_parse(const char *s, CUuuid *u);
 /* ---- shared usage region (region.c) ---- */
 extern struct gs_region *gs_reg;
 void gs_region_open(const char *socket_path); /* a shared region, or a private one refusing charges */
+void gs_region_refuse(const char *why);       /* a private region refusing every charge, saying why */
 void gs_region_close_after_fork(void);
 int gs_region_device(const CUuuid *uuid); /* index in gs_reg->devices, -1 if none free */
 /* 0, or -1 over the limit. A negative ridx (a limited GPU the region has no

@@ -96,6 +96,7 @@ int gs_limits_load(const char *path) {
     if (len > GS_LIMITS_MAX_SIZE) break;
   }
   close(fd);
+  errno = EINVAL; /* from here on: there, but not a limits file */
   if (len > GS_LIMITS_MAX_SIZE) return -1;
   buf[len] = 0;
   if (memchr(buf, 0, len)) return -1;
@@ -107,11 +108,13 @@ int gs_limits_load(const char *path) {
     if (lineno++ == 0) {
       if (strcmp(line, GS_LIMITS_HEADER) != 0) {
         GS_LOG("limits \"%s\": first line is not \"%s\"", path, GS_LIMITS_HEADER);
+        errno = EINVAL;
         return -1;
       }
     } else if (parse_line(line) != 0) {
       GS_LOG("limits \"%s\": line %d is malformed", path, lineno);
       nentries = 0;
+      errno = EINVAL;
       return -1;
     }
     line = nl ? nl + 1 : NULL;

@@ -75,6 +75,8 @@ static void use_private(const char *why) {
   snprintf(broken_why, sizeof broken_why, "%s", why);
 }
 
+void gs_region_refuse(const char *why) { use_private(why); }
+
 static int claim_slot(void) {
   for (unsigned i = 0; i < GS_MAX_SLOTS; i++) {
     if (slot_trylock(reg_fd, i, F_WRLCK) != 0) continue;

@@ -18,14 +18,24 @@ Mode parse_mode(std::string_view text) {
 std::optional<ContainerLabels> container_labels(const std::optional<std::string> &mount_label,
                                                 const std::optional<std::string> &process_label,
                                                 std::string_view shared_read_only) {
-  if (!mount_label || mount_label->empty())
+  const Context shared = with_context("config selinux.shared-file-label", [&] { return parse_context(shared_read_only); });
+  const bool has_process = process_label && !process_label->empty();
+  if (!mount_label || mount_label->empty()) {
+    if (has_process)
+      throw Error("process.selinuxLabel is " + quote(*process_label) +
+                  " but linux.mountLabel is empty: the confined process could not read the files gpuslice makes "
+                  "for it");
     return std::nullopt;
+  }
+  const Context mount = with_context("linux.mountLabel", [&] { return parse_context(*mount_label); });
   ContainerLabels labels;
-  labels.private_file = with_context("linux.mountLabel", [&] { return to_string(parse_context(*mount_label)); });
-  if (process_label && !process_label->empty())
+  labels.private_file = to_string(mount);
+  Context read_only = mount;
+  read_only.type = shared.type;
+  labels.private_read_only = to_string(read_only);
+  if (has_process)
     labels.socket = with_context("process.selinuxLabel", [&] { return to_string(parse_context(*process_label)); });
-  labels.shared_read_only =
-      with_context("config selinux.shared-file-label", [&] { return to_string(parse_context(shared_read_only)); });
+  labels.shared_read_only = to_string(shared);
   return labels;
 }
 
@@ -38,7 +48,15 @@ Labeler::Labeler(System &system, Mode mode, std::optional<ContainerLabels> label
 }
 
 const std::string &Labeler::label_of(Share share) const {
-  return share == Share::private_file ? labels_->private_file : labels_->shared_read_only;
+  switch (share) {
+  case Share::private_file:
+    return labels_->private_file;
+  case Share::private_read_only:
+    return labels_->private_read_only;
+  case Share::shared_read_only:
+    break;
+  }
+  return labels_->shared_read_only;
 }
 
 void Labeler::label_fd(int fd, Share share, const std::string &shown) const {

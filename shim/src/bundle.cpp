@@ -56,7 +56,7 @@ void write_in(int dir_fd, const std::string &name, const std::string &text, mode
   if (!f || ::write(f.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
       ::fchmod(f.get(), mode) != 0)
     throw system_error("cannot write " + quote(shown + "/" + name));
-  labeler.label_fd(f.get(), selinux::Share::private_file, shown + "/" + name);
+  labeler.label_fd(f.get(), selinux::Share::private_read_only, shown + "/" + name);
 }
 
 // The usage region, its socket in the state dir, and the monitor that holds

@@ -126,6 +126,11 @@ def test_scriptlets_register_only_when_asked_and_unregister_on_erase(rpm):
     assert "restorecon -RF /usr/lib64/gpuslice" in post and "restorecon -F /usr/bin/gpuslice-runtime" in post, post
     postun = scripts.split("postuninstall scriptlet")[1]
     assert '"$1" -eq 0' in postun and "semodule -X 200 -r gpuslice" in postun, postun
+    # container-selinux installed after gpuslice: its types arrive then
+    triggers = query(rpm, "--triggers")
+    assert "triggerin scriptlet" in triggers and "container-selinux" in triggers, triggers
+    assert "semodule -X 200 -i /usr/share/selinux/packages/gpuslice.pp" in triggers, triggers
+    assert "container-selinux" in query(rpm, "--qf", "[%{ORDERNAME}\n]")
 
 
 def test_rpmlint_finds_no_error(rpm):

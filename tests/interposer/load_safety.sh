@@ -37,4 +37,15 @@ GPUSLICE_LIMITS=$tmp/none LD_PRELOAD=$lib "$probe" dlsym alloc 128Mi ok 16Gi >/d
 # With GPUSLICE_DEBUG the interposer says what it does, on stderr.
 GPUSLICE_DEBUG=1 GPUSLICE_LIMITS=$tmp/none LD_PRELOAD=$lib "$probe" dlsym alloc 128Mi ok 16Gi >/dev/null 2>"$tmp/err" || true
 grep -q "gpuslice-cuda\[[0-9]*\]: no usable limits file" "$tmp/err" || fail "no debug log: $(cat "$tmp/err")"
+# A limits file that is there but cannot be read (an SELinux denial, here a
+# directory) or is malformed: the container has limits this process cannot
+# see, so every allocation is refused, and the program is told why.
+mkdir "$tmp/limits-dir"
+printf 'gpuslice-limits 1\ndevice * memory lots\n' > "$tmp/limits-bad"
+for limits in "$tmp/limits-dir" "$tmp/limits-bad"; do
+  GPUSLICE_LIMITS=$limits LD_PRELOAD=$lib "$probe" dlsym alloc 128Mi oom 16Gi >/dev/null 2>"$tmp/err" ||
+    fail "an unreadable limits file ($limits) let an allocation through: $(cat "$tmp/err")"
+  grep -q "GPU memory limits cannot be enforced (limits file \"$limits\"" "$tmp/err" ||
+    fail "no reason given for $limits: $(cat "$tmp/err")"
+done
 echo "load_safety: ok"

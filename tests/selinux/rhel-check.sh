@@ -19,7 +19,7 @@
 set -euo pipefail
 
 device=nvidia.com/gpu=0
-image=registry.access.redhat.com/ubi9/ubi-minimal:latest
+image=registry.access.redhat.com/ubi9/python-311:latest  # python3 for the ctypes probe
 limit=1Gi
 use_containerd=1
 use_podman=1
@@ -51,9 +51,11 @@ need semodule "policycoreutils"
 need ausearch "audit"
 need gpuslice "the gpuslice package"
 need nvidia-smi "the NVIDIA driver"
+need numfmt "coreutils"
 [ "$(getenforce)" = Enforcing ] || { echo "rhel-check: SELinux is $(getenforce), not Enforcing" >&2; exit 2; }
 
-started=$(date '+%m/%d/%Y %H:%M:%S')
+started=$(date +%s)
+limit_bytes=$(numfmt --from=iec-i "$limit")
 
 # --- the package's part
 if semodule -l | grep -qx gpuslice; then pass "policy module gpuslice is loaded"; else fail "policy module gpuslice is not loaded"; fi
@@ -92,10 +94,22 @@ cleanup() {
 trap cleanup EXIT
 
 # What runs inside each container: its process label, gpuslice's files
-# readable (the interposer preloaded into this very shell's children), the
-# limit, and nvidia-smi when the spec mounts it.
+# and their labels, the limit itself (libcuda through ctypes: what the
+# device sees, an allocation over the limit refused, one under it granted),
+# and nvidia-smi when the spec mounts it.
+probe='import ctypes, os
+cu = ctypes.CDLL("libcuda.so.1")
+limit = int(os.environ["LIMIT_BYTES"])
+dev, ctx, ptr = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
+free, total = ctypes.c_size_t(), ctypes.c_size_t()
+print("init", cu.cuInit(0), cu.cuDeviceGet(ctypes.byref(dev), 0), cu.cuCtxCreate_v2(ctypes.byref(ctx), 0, dev))
+cu.cuMemGetInfo_v2(ctypes.byref(free), ctypes.byref(total))
+print("total", total.value)
+print("over", cu.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(limit + (64 << 20))))
+print("under", cu.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(limit // 2)))'
+# shellcheck disable=SC2016 # $PROBE is the container's, from its env
 inside='cat /proc/self/attr/current; echo; cat /etc/ld.so.preload; cat /run/gpuslice/limits;
-        ls /run/gpuslice >/dev/null && echo files-readable;
+        ls -Z /run/gpuslice; python3 -c "$PROBE";
         if command -v nvidia-smi >/dev/null; then nvidia-smi -L; fi'
 
 check_output() { # engine output
@@ -106,18 +120,29 @@ check_output() { # engine output
                  *) fail "$engine: /etc/ld.so.preload: $out" ;; esac
   case "$out" in *"$uuid memory"*) pass "$engine: the limits file is readable and names the GPU" ;;
                  *) fail "$engine: /run/gpuslice/limits: $out" ;; esac
-  case "$out" in *files-readable*) pass "$engine: /run/gpuslice is listable" ;;
-                 *) fail "$engine: /run/gpuslice: $out" ;; esac
+  case "$out" in *"container_ro_file_t:s0:c"*limits*) pass "$engine: its limits file is container_ro_file_t at its categories" ;;
+                 *) fail "$engine: ls -Z /run/gpuslice: $out" ;; esac
+  case "$out" in *"init 0 0 0"*) pass "$engine: libcuda initialises" ;;
+                 *) fail "$engine: cuInit/cuDeviceGet/cuCtxCreate: $out" ;; esac
+  case "$out" in *"total $limit_bytes"*) pass "$engine: the device shows $limit ($limit_bytes bytes)" ;;
+                 *) fail "$engine: cuMemGetInfo total is not $limit_bytes: $out" ;; esac
+  case "$out" in *"over 2"*) pass "$engine: an allocation over the limit fails (CUDA_ERROR_OUT_OF_MEMORY)" ;;
+                 *) fail "$engine: an allocation over the limit: $out" ;; esac
+  case "$out" in *"under 0"*) pass "$engine: an allocation under the limit succeeds" ;;
+                 *) fail "$engine: an allocation under the limit: $out" ;; esac
 }
 
 # --- containerd, through the CRI
 if [ "$use_containerd" = 1 ]; then
   need crictl "cri-tools"
+  need python3 "python3, to write the CRI configs"
+  json_string() { printf '%s' "$1" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))'; }
   pod_json() { printf '{"metadata":{"name":"%s","namespace":"default","uid":"%s"},"log_directory":"%s"}' "$1" "$1-uid" "$workdir"; }
   ctr_json() { # name, mounts json, command
     printf '{"metadata":{"name":"%s"},"image":{"image":"%s"},"command":["sh","-c",%s],"log_path":"%s.log",
+             "envs":[{"key":"PROBE","value":%s},{"key":"LIMIT_BYTES","value":"%s"}],
              "annotations":{"cdi.k8s.io/gpuslice-check":"%s"},"mounts":%s}' \
-      "$1" "$image" "$(printf '%s' "$3" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))')" "$1" "$request" "$2"
+      "$1" "$image" "$(json_string "$3")" "$1" "$(json_string "$probe")" "$limit_bytes" "$request" "$2"
   }
   crictl pull "$image" >/dev/null
   pod_json a > "$workdir/pod-a.json"
@@ -151,6 +176,7 @@ fi
 if [ "$use_podman" = 1 ]; then
   need podman "podman"
   out=$(podman run --name gpuslice-check-a --runtime /usr/bin/gpuslice-runtime \
+        -e PROBE="$probe" -e LIMIT_BYTES="$limit_bytes" \
         --annotation "cdi.k8s.io/gpuslice-check=$request" "$image" sh -c "$inside" 2>&1) || :
   check_output podman "$out"
   podman run -d --name gpuslice-check-b --runtime /usr/bin/gpuslice-runtime \
@@ -164,14 +190,22 @@ if [ "$use_podman" = 1 ]; then
   esac
 fi
 
-# --- the kernel's word
-avc=$(ausearch -m AVC,USER_AVC -ts "$started" 2>&1 || :)
-# The two deliberate peeks are expected denials; anything else is not.
-unexpected=$(echo "$avc" | grep '^type=AVC' | grep -v 'path="/peek"\|name="peek"' || :)
-if [ -z "$unexpected" ]; then
-  pass "no unexpected AVC denial since $started"
+# --- the kernel's word: every AVC record since this script started (by
+# the record's own timestamp, msg=audit(EPOCH.MS:ID)), but for the two
+# deliberate peeks. ausearch exits 1 with "<no matches>" when there is none.
+avc_status=0
+avc=$(LC_ALL=C ausearch -m AVC,USER_AVC -ts today --raw 2>&1) || avc_status=$?
+if [ "$avc_status" -ne 0 ] && ! echo "$avc" | grep -q '<no matches>'; then
+  fail "ausearch failed ($avc_status): $avc"
 else
-  fail "AVC denials:"; echo "$unexpected"
+  unexpected=$(echo "$avc" | grep -E '^type=(USER_)?AVC ' | awk -v since="$started" 'match($0, /msg=audit\([0-9]+/) {
+      t = substr($0, RSTART + 10, RLENGTH - 10); if (t + 0 >= since + 0) print }' |
+    grep -v 'path="/peek"\|name="peek"' || :)
+  if [ -z "$unexpected" ]; then
+    pass "no unexpected AVC denial since $(date -d "@$started")"
+  else
+    fail "AVC denials:"; echo "$unexpected"
+  fi
 fi
 
 echo

@@ -1,9 +1,13 @@
 // Which label each file gpuslice makes for a container gets, and the one
 // place that sets them (docs/selinux.md says why each):
-//  - the container's own files (state dir, limits file, merged
-//    ld.so.preload, region socket, region memfd): the container's mount
-//    label, categories included, so that another container (other
-//    categories) is denied them although both run as container_t;
+//  - the container's own files (state dir, region socket, region memfd):
+//    the container's mount label, categories included, so that another
+//    container (other categories) is denied them although both run as
+//    container_t;
+//  - the container's own read-only files (limits file, merged
+//    ld.so.preload): the read-only type of shared-file-label at the
+//    container's categories: the read-only bind mount is then not the only
+//    thing between the tenant and its limits;
 //  - files every GPU container reads and none writes (the node's activity
 //    table): a read-only container type at s0 (config
 //    selinux.shared-file-label), which MCS lets every category set read;
@@ -29,19 +33,21 @@ Mode parse_mode(std::string_view text); // throws Error
 
 // The labels of one container, canonical text.
 struct ContainerLabels {
-  std::string private_file;     // its linux.mountLabel
-  std::string socket;           // its process.selinuxLabel; empty when it has none
-  std::string shared_read_only; // config selinux.shared-file-label
+  std::string private_file;      // its linux.mountLabel
+  std::string private_read_only; // that, with shared-file-label's type
+  std::string socket;            // its process.selinuxLabel; empty when it has none
+  std::string shared_read_only;  // config selinux.shared-file-label
 };
 
-// nullopt when the container has no mount label (SELinux off in the engine,
-// or a container started with label=disable): nothing of it is labelled.
+// nullopt when the container has no mount label (SELinux off in the engine):
+// nothing of it is labelled. A process label without a mount label is an
+// error: the process would be confined and its files left unreadable to it.
 // Throws Error naming the malformed field.
 std::optional<ContainerLabels> container_labels(const std::optional<std::string> &mount_label,
                                                 const std::optional<std::string> &process_label,
                                                 std::string_view shared_read_only);
 
-enum class Share { private_file, shared_read_only };
+enum class Share { private_file, private_read_only, shared_read_only };
 
 class Labeler {
 public:

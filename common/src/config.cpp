@@ -60,6 +60,16 @@ void get(const toml::table &t, const char *key, std::vector<std::string> &out, c
   }
 }
 
+void get(const toml::table &t, const char *key, int &out, const std::string &table_name, int min, int max) {
+  if (const auto *n = t.get(key)) {
+    auto v = n->value<int64_t>();
+    if (!v || *v < min || *v > max)
+      throw Error(quote(table_name + "." + key) + " must be a whole number from " + std::to_string(min) + " to " +
+                  std::to_string(max) + " at " + where(*n));
+    out = static_cast<int>(*v);
+  }
+}
+
 const toml::table *sub(const toml::table &root, const char *name) {
   const auto *n = root.get(name);
   if (!n)
@@ -82,7 +92,7 @@ Config parse_config(const std::string &toml_text, const std::string &origin) {
     toml::table root;
     root = parse_toml(toml_text, origin);
     Config c;
-    reject_unknown(root, "", {"cdi", "runtime", "log", "selinux"});
+    reject_unknown(root, "", {"cdi", "runtime", "admission", "log", "selinux"});
     if (const auto *t = sub(root, "cdi")) {
       reject_unknown(*t, "cdi", {"spec-dirs", "annotation-prefixes"});
       get(*t, "spec-dirs", c.spec_dirs, "cdi");
@@ -98,6 +108,10 @@ Config parse_config(const std::string &toml_text, const std::string &origin) {
       get(*t, "state-dir", c.state_dir, "runtime");
       get(*t, "interposer-path", c.interposer_path, "runtime");
       get(*t, "accept-gpushare-env", c.accept_gpushare_env, "runtime");
+    }
+    if (const auto *t = sub(root, "admission")) {
+      reject_unknown(*t, "admission", {"max-containers-per-gpu"});
+      get(*t, "max-containers-per-gpu", c.max_containers_per_gpu, "admission", 0, 1000000);
     }
     if (const auto *t = sub(root, "log")) {
       reject_unknown(*t, "log", {"level", "target", "directory"});

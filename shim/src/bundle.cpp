@@ -9,6 +9,7 @@
 #include "gpuslice/sharing/activity.hpp"
 #include "gpuslice/sharing/monitor.hpp"
 #include "gpuslice/sharing/region.hpp"
+#include "gpuslice/shim/admission.hpp"
 #include "gpuslice/shim/bundle_spec.hpp"
 #include "gpuslice/shim/exec_env.hpp"
 #include "gpuslice/shim/modifiers.hpp"
@@ -97,15 +98,23 @@ void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, std
 } // namespace
 
 void commit(CreateContext &ctx, std::string &pid_file, const std::string &config_json) {
+  // A container with limits takes its place on its GPUs under the lock,
+  // held until its own limits file is in place (admission.hpp).
+  UniqueFd admission;
+  if (ctx.plan.limits)
+    admission = state::lock_containers(ctx.config.state_dir);
   // What no runtime knows any more (a create killed half-way, a container
   // whose poststop never ran) goes first, so that a stale id does not block
-  // this one.
+  // this one, nor hold a place on a GPU.
   state::collect_stale(ctx.config.state_dir);
+  if (ctx.plan.limits)
+    admit(*ctx.plan.limits, ctx.config);
   const state::ContainerDir dir = state::create_container_dir(ctx.config.state_dir, ctx.container_id);
   try {
     ctx.plan.labeler.label_fd(dir.fd.get(), selinux::Share::private_file, dir.path);
     for (const auto &[name, text] : ctx.plan.files)
       write_in(dir.fd.get(), name, text, 0444, dir.path, ctx.plan.labeler);
+    admission.reset(); // before the monitor: a forked child would hold the lock on
     if (ctx.plan.monitor)
       start_monitor(dir, ctx, pid_file);
     ctx.spec.save(config_json);

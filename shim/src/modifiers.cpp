@@ -44,6 +44,7 @@ public:
     ctx.plan.files.emplace_back("ld.so.preload", files.preload);
     ctx.plan.monitor = true;
     ctx.plan.burst = files.burst;
+    ctx.plan.limits = limits_;
   }
 
 private:

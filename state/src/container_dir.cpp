@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -306,18 +307,51 @@ bool remove_if_stale(const std::string &state_dir, const std::string &id) {
   return true;
 }
 
-std::vector<std::string> collect_stale(const std::string &state_dir) {
-  std::vector<std::string> removed;
-  UniqueFd containers = open_containers(state_dir, false);
-  if (!containers)
-    return removed;
+namespace {
+
+std::vector<std::string> entries_of(int dir_fd) {
   std::vector<std::string> names;
-  if (DIR *d = ::fdopendir(::dup(containers.get()))) {
+  if (DIR *d = ::fdopendir(::dup(dir_fd))) {
     while (const dirent *e = ::readdir(d))
       if (std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..")
         names.emplace_back(e->d_name);
     ::closedir(d);
   }
+  return names;
+}
+
+} // namespace
+
+UniqueFd lock_containers(const std::string &state_dir) {
+  UniqueFd containers = open_containers(state_dir, true);
+  int rc;
+  while ((rc = ::flock(containers.get(), LOCK_EX)) != 0 && errno == EINTR) {
+  }
+  if (rc != 0)
+    throw system_error("cannot lock " + quote(fs::clean_path(state_dir) + "/containers"));
+  return containers;
+}
+
+std::vector<NamedDir> open_container_dirs(const std::string &state_dir) {
+  std::vector<NamedDir> dirs;
+  UniqueFd containers = open_containers(state_dir, false);
+  if (!containers)
+    return dirs;
+  for (auto &name : entries_of(containers.get())) {
+    if (temp_owner(name) || !is_safe_container_id(name))
+      continue;
+    if (UniqueFd dir = open_dir_at(containers.get(), name))
+      dirs.push_back({std::move(name), std::move(dir)});
+  }
+  return dirs;
+}
+
+std::vector<std::string> collect_stale(const std::string &state_dir) {
+  std::vector<std::string> removed;
+  UniqueFd containers = open_containers(state_dir, false);
+  if (!containers)
+    return removed;
+  const std::vector<std::string> names = entries_of(containers.get());
   const std::string base = fs::clean_path(state_dir) + "/containers/";
   for (const auto &name : names) {
     try {

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -287,3 +289,46 @@ def test_leftovers_of_a_killed_create_are_collected(sharing_runtime, test_tmp, s
     assert rc == 0, out
     assert not stale.exists()
     assert not leftover.exists()
+
+
+# --------------------------------------------------------------------------
+# the per-GPU admission cap (issue 12)
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
+def test_admission_cap_under_concurrent_creates(sharing_runtime, test_tmp, spec_template, glibc_rootfs):
+    """21 creates at once on one GPU with a cap of 20: exactly 20 are
+    created, the 21st fails naming the GPU and the setting and leaves
+    nothing; once one of the 20 is deleted, the 21st is created."""
+    rt, state = sharing_runtime
+    conf = test_tmp / "gpuslice.toml"  # sharing_runtime's config, read at every call
+    conf.write_text(conf.read_text() + "\n[admission]\nmax-containers-per-gpu = 20\n")
+    bundles = []
+    for i in range(21):
+        bundle = ocitest.Bundle(test_tmp / f"cap{i}", spec_template, glibc_rootfs)
+        bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=slice1")  # GPU 0, by its UUID
+        bundle.shell("sleep 60")
+        bundle.write()
+        bundles.append(bundle)
+    with ThreadPoolExecutor(max_workers=21) as pool:
+        results = list(pool.map(lambda i: rt.create(bundles[i], f"cap-{i}", check=False), range(21)))
+    created = [i for i, p in enumerate(results) if p.returncode == 0]
+    refused = [i for i, p in enumerate(results) if p.returncode != 0]
+    assert len(created) == 20 and len(refused) == 1, [p.stderr for p in results if p.returncode != 0]
+    loser = refused[0]
+    assert (f"GPU {FAKE_UUID0} already hosts 20 containers with GPU limits "
+            "(admission.max-containers-per-gpu = 20)") in results[loser].stderr, results[loser].stderr
+    assert not (state / "containers" / f"cap-{loser}").exists()
+    assert f"cap-{loser}" not in rt.list_ids()
+
+    rt.delete(f"cap-{created[0]}", force=True)
+    # Its state goes with it: at once, or when its monitor sees the init
+    # gone (a killed init stays a zombie until the test reaps it).
+    gone = state / "containers" / f"cap-{created[0]}"
+    deadline = time.monotonic() + 30
+    while gone.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not gone.exists()
+    rt.create(bundles[loser], f"cap-{loser}")
+    assert (state / "containers" / f"cap-{loser}" / "limits").exists()

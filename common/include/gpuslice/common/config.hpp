@@ -32,6 +32,8 @@ struct Config {
   bool accept_gpushare_env = false;
   // [log]
   log::Options log;
+  // [admission]
+  int max_containers_per_gpu = 20;
   // [selinux] (docs/selinux.md)
   std::string selinux_label = "auto"; // auto, on, off
   std::string selinux_shared_file_label = "system_u:object_r:container_ro_file_t:s0";

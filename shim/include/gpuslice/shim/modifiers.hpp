@@ -12,6 +12,7 @@
 #include "gpuslice/shim/bundle_spec.hpp"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,7 @@ struct HostPlan {
   bool monitor = false;                                    // the usage region, its socket, the monitor
   bool burst = false;                                      // the monitor publishes to the activity table
   selinux::Labeler labeler;                                // labels what commit makes (inactive: none)
+  std::optional<sharing::Limits> limits;                   // the container's: admitted per GPU (admission.hpp)
 };
 
 struct CreateContext {
@@ -57,9 +59,10 @@ std::unique_ptr<Modifier> sharing_modifier(sharing::Limits limits);
 // linux.mountLabel and process.selinuxLabel (selinux/labeler.hpp).
 std::unique_ptr<Modifier> selinux_modifier(selinux::System &system = selinux::libselinux());
 
-// Performs ctx.plan, then writes the spec to `config_json`: the state dir
-// (stale ones collected first; a live id refused), its files, the region
-// and monitor, each labelled by ctx.plan.labeler (the pid file runc will write is request_pid_file, set to one
+// Performs ctx.plan, then writes the spec to `config_json`: admission for a
+// container with limits, the state dir (stale ones collected first; a live
+// id refused), its files, the region and monitor, each labelled by
+// ctx.plan.labeler (the pid file runc will write is request_pid_file, set to one
 // in the state dir when empty). On failure nothing is left.
 void commit(CreateContext &ctx, std::string &request_pid_file, const std::string &config_json);
 

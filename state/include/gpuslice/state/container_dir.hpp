@@ -84,6 +84,20 @@ bool remove_if_stale(const std::string &state_dir, const std::string &id);
 // gone; returns the ids removed. Errors on one entry do not stop the others.
 std::vector<std::string> collect_stale(const std::string &state_dir);
 
+// The containers directory, locked (flock, exclusive; waits): for what must
+// see every container and add one without another create doing the same in
+// between (the admission cap). Created when missing. Released on close.
+UniqueFd lock_containers(const std::string &state_dir);
+
+// Every container directory (not the temporaries of creates in progress),
+// opened without following links; live or stale alike (collect_stale
+// first to see only live ones). None when there is no containers dir.
+struct NamedDir {
+  std::string id;
+  UniqueFd fd;
+};
+std::vector<NamedDir> open_container_dirs(const std::string &state_dir);
+
 // Removes what is inside the directory `dir_fd`, without following links.
 void remove_contents(int dir_fd, const std::string &shown);
 

@@ -1,0 +1,40 @@
+// The per-GPU admission cap (config admission.max-containers-per-gpu): a
+// GPU hosts at most that many containers with limits, so that the slices
+// a scheduler hands out cannot pile up on one GPU beyond what its
+// time-slicing and memory can serve. Counted from the state directories of
+// the node's live containers (their limits files name their GPUs), under
+// the containers directory's lock, which commit holds until the new
+// container's own limits file is in place: concurrent creates cannot both
+// take the last place. A container that died without its poststop (a node
+// crash, a SIGKILLed runtime) is stale, collected, and counts no more.
+#pragma once
+
+#include "gpuslice/common/config.hpp"
+#include "gpuslice/sharing/limits.hpp"
+
+#include <map>
+#include <set>
+#include <string>
+
+namespace gpuslice::shim {
+
+// What CDI devices without a GPU UUID (limits keyed "*" or by ordinal) are
+// on: one GPU as far as counting goes (a single-GPU node's).
+inline constexpr const char *kUnnamedGpu = "*";
+
+// The GPUs a limits file puts its container on: UUIDs as written, anything
+// else kUnnamedGpu.
+std::set<std::string> gpus_of(const sharing::Limits &limits);
+
+// Containers with limits per GPU, from the state dirs of `state_dir`
+// (collect_stale first: every dir there counts). A dir whose limits file
+// is missing (no limits) counts nowhere; one that cannot be read or parsed
+// is counted on kUnnamedGpu (never let a broken file free a place).
+std::map<std::string, int> containers_per_gpu(const std::string &state_dir);
+
+// Throws Error naming the GPU and the setting when one of `limits`'s GPUs
+// already hosts config.max_containers_per_gpu containers; 0 means no cap.
+// Call with state::lock_containers held.
+void admit(const sharing::Limits &limits, const Config &config);
+
+} // namespace gpuslice::shim

@@ -1,0 +1,188 @@
+// The per-GPU admission cap (shim/admission.hpp): counted from the live
+// containers' limits files, the next create on a full GPU refused naming
+// the GPU and the setting, places freed when a container's state goes
+// (ended, or stale: its runtime died), concurrent creates never both taking
+// the last place.
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fs.hpp"
+#include "gpuslice/shim/admission.hpp"
+#include "gpuslice/shim/bundle.hpp"
+#include "gpuslice/state/container_dir.hpp"
+
+#include "tempdir.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace gpuslice;
+using namespace gpuslice::shim;
+using gpuslice::testing::TempDir;
+
+namespace {
+
+const std::string kGpuA = "GPU-aaaaaaaa-0000-0000-0000-000000000000";
+const std::string kGpuB = "GPU-bbbbbbbb-0000-0000-0000-000000000000";
+
+struct Node {
+  TempDir t;
+  Config config;
+  Node() {
+    t.write("cdi/gpu.yaml", "cdiVersion: 0.6.0\nkind: v.com/gpu\ndevices:\n"
+                            "  - name: a\n    containerEdits:\n      env: [GPUSLICE_GPU_UUID=" + kGpuA +
+                                ", GPUSLICE_MEMORY_LIMIT=1Gi]\n"
+                                "  - name: b\n    containerEdits:\n      env: [GPUSLICE_GPU_UUID=" + kGpuB +
+                                ", GPUSLICE_MEMORY_LIMIT=1Gi]\n"
+                                "  - name: unnamed\n    containerEdits:\n      env: [GPUSLICE_MEMORY_LIMIT=1Gi]\n"
+                                "  - name: whole\n    containerEdits:\n      env: [A=1]\n");
+    t.write("interposer.so", "x");
+    config.spec_dirs = {t / "cdi"};
+    config.state_dir = t / "state";
+    config.interposer_path = t / "interposer.so";
+    config.max_containers_per_gpu = 2;
+  }
+  // gpuslice-runtime create for `id` claiming `devices`; the monitor it
+  // starts watches this process, so the state stays until removed.
+  void create(const std::string &id, const std::string &devices) {
+    t.write(id + "/config.json", R"({"root": {"path": "rootfs"}, "process": {"env": []}, "mounts": [],
+        "annotations": {"cdi.k8s.io/x": ")" + devices + R"("}})");
+    ::mkdir((t / (id + "/rootfs")).c_str(), 0755);
+    CreateRequest request{t / id, id, ""};
+    prepare_bundle(request, config, kDefaultConfigPath);
+  }
+  std::map<std::string, int> count() const { return containers_per_gpu(config.state_dir); }
+};
+
+} // namespace
+
+TEST_CASE("admission: a limits file's GPUs are its UUIDs, anything else one unnamed GPU", "[shim][admission]") {
+  sharing::Limits l{{{kGpuA, 1, std::nullopt, std::nullopt}, {"*", 1, std::nullopt, std::nullopt},
+                     {"0", 1, std::nullopt, std::nullopt}},
+                    ""};
+  CHECK(gpus_of(l) == std::set<std::string>{kGpuA, kUnnamedGpu});
+}
+
+TEST_CASE("admission: the next container on a full GPU is refused naming it; other GPUs and whole GPUs are not",
+          "[shim][admission]") {
+  Node n;
+  n.create("c1", "v.com/gpu=a");
+  n.create("c2", "v.com/gpu=a,v.com/gpu=b");
+  n.create("w1", "v.com/gpu=whole"); // no limits: takes no place
+  CHECK(n.count() == std::map<std::string, int>{{kGpuA, 2}, {kGpuB, 1}});
+  CHECK_THROWS_WITH(n.create("c3", "v.com/gpu=a"),
+                    "GPU " + kGpuA + " already hosts 2 containers with GPU limits (admission.max-containers-per-gpu = 2)");
+  CHECK_THROWS_WITH(n.create("c4", "v.com/gpu=b,v.com/gpu=a"), Catch::Contains("GPU " + kGpuA + " already hosts"));
+  CHECK(::access((n.t / "state/containers/c3").c_str(), F_OK) != 0); // nothing left of a refused one
+  CHECK(fs::read_file(n.t / "c3/config.json").find("gpuslice") == std::string::npos);
+  n.create("c5", "v.com/gpu=b");
+  n.create("w2", "v.com/gpu=whole");
+  CHECK_THROWS_WITH(n.create("c6", "v.com/gpu=b"), Catch::Contains("GPU " + kGpuB + " already hosts 2"));
+
+  SECTION("a container that ends frees its place") {
+    state::remove_container_dir(n.config.state_dir, "c1");
+    n.create("c3", "v.com/gpu=a");
+    CHECK(n.count()[kGpuA] == 2);
+  }
+  SECTION("0: no cap") {
+    n.config.max_containers_per_gpu = 0;
+    n.create("c3", "v.com/gpu=a");
+    CHECK(n.count()[kGpuA] == 3);
+  }
+}
+
+TEST_CASE("admission: devices that name no GPU count as one; a stale container frees its place",
+          "[shim][admission]") {
+  Node n;
+  n.create("u1", "v.com/gpu=unnamed");
+  // A container whose runtime died before any cleanup: its creator is gone.
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    try {
+      state::ContainerDir d = state::create_container_dir(n.config.state_dir, "dead");
+      fs::write_file_atomic(d.path + "/limits", "gpuslice-limits 1\ndevice * memory 1024\n", 0444);
+      ::_exit(0);
+    } catch (...) {
+      ::_exit(1);
+    }
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  CHECK(n.count()[kUnnamedGpu] == 2); // before collection, both dirs are there
+  n.create("u2", "v.com/gpu=unnamed"); // the dead one is collected first
+  CHECK(::access((n.t / "state/containers/dead").c_str(), F_OK) != 0);
+  CHECK_THROWS_WITH(n.create("u3", "v.com/gpu=unnamed"),
+                    Catch::StartsWith("the GPU of CDI devices that name none (no GPUSLICE_GPU_UUID) already hosts 2"));
+}
+
+TEST_CASE("admission: a live container's unreadable limits file still takes a place", "[shim][admission]") {
+  Node n;
+  n.create("c1", "v.com/gpu=a");
+  const std::string limits = n.t / "state/containers/c1/limits";
+  ::chmod(limits.c_str(), 0644);
+  fs::write_file_atomic(limits, "not a limits file", 0444);
+  CHECK(n.count() == std::map<std::string, int>{{kUnnamedGpu, 1}});
+}
+
+TEST_CASE("admission: concurrent creates against the last place: exactly one gets it", "[shim][admission]") {
+  Node n;
+  n.config.max_containers_per_gpu = 1;
+  constexpr int kCreates = 6;
+  // Each create in its own process, all released at once: the lock decides.
+  // The winner stays alive (its state live) until every loser is done.
+  int go[2], hold[2];
+  REQUIRE(::pipe(go) == 0);
+  REQUIRE(::pipe(hold) == 0);
+  std::map<pid_t, int> status_of;
+  for (int i = 0; i < kCreates; i++) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::close(go[1]);
+      ::close(hold[1]);
+      char c;
+      (void)!::read(go[0], &c, 1);
+      try {
+        n.create("r" + std::to_string(i), "v.com/gpu=a");
+      } catch (const Error &) {
+        ::_exit(3);
+      }
+      (void)!::read(hold[0], &c, 1); // until the parent closes it
+      ::_exit(0);
+    }
+    status_of[pid] = -1;
+  }
+  ::close(go[0]);
+  ::close(hold[0]);
+  REQUIRE(::write(go[1], "gggggg", kCreates) == kCreates);
+  // Collect the losers, for as long as a loaded machine may need.
+  int done = 0;
+  for (int waited_ms = 0; done < kCreates - 1 && waited_ms < 120000; waited_ms += 10) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      status_of[pid] = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+      done++;
+    } else {
+      ::usleep(10000);
+    }
+  }
+  ::close(hold[1]);
+  ::close(go[1]);
+  int refused = 0, admitted = 0;
+  for (auto &[pid, status] : status_of) {
+    if (status < 0) {
+      int st = 0;
+      REQUIRE(::waitpid(pid, &st, 0) == pid);
+      status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    }
+    refused += status == 3;
+    admitted += status == 0;
+  }
+  CHECK(refused == kCreates - 1);
+  CHECK(admitted == 1);
+}

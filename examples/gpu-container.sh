@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc)" --target gpuslice gpuslice-runtime gpuslice-hook gpuslice_cuda fake_cuda cuda-alloc >/dev/null
+cmake --build build -j"$(nproc)" --target gpuslice gpuslice-runtime gpuslice-shim gpuslice-hook gpuslice_cuda fake_cuda cuda-alloc >/dev/null
 
 work=$(mktemp -d /tmp/gpuslice-demo-XXXXXX)
 root="$work/runc-root"

@@ -100,13 +100,14 @@ Config parse_config(const std::string &toml_text, const std::string &origin) {
     }
     if (const auto *t = sub(root, "runtime")) {
       reject_unknown(*t, "runtime", {"runtimes", "accept-env-requests", "default-kind", "hook-path", "state-dir",
-                                    "interposer-path", "accept-gpushare-env"});
+                                    "interposer-path", "shim-path", "accept-gpushare-env"});
       get(*t, "runtimes", c.runtimes, "runtime");
       get(*t, "accept-env-requests", c.accept_env_requests, "runtime");
       get(*t, "default-kind", c.default_kind, "runtime");
       get(*t, "hook-path", c.hook_path, "runtime");
       get(*t, "state-dir", c.state_dir, "runtime");
       get(*t, "interposer-path", c.interposer_path, "runtime");
+      get(*t, "shim-path", c.shim_path, "runtime");
       get(*t, "accept-gpushare-env", c.accept_gpushare_env, "runtime");
     }
     if (const auto *t = sub(root, "admission")) {

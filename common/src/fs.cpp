@@ -6,11 +6,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <charconv>
-#include <random>
 #include <vector>
 
 namespace gpuslice::fs {
@@ -65,8 +65,11 @@ void write_file_atomic(const std::string &path, std::string_view data, mode_t mo
     struct stat st {};
     mode = ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0644;
   }
-  std::random_device rd;
-  std::string tmp = path + kTempMarker + std::to_string(::getpid()) + "." + std::to_string(rd());
+  // getrandom: nothing of <random> needed for a name; O_EXCL below makes a
+  // collision an error anyway, never an overwrite.
+  unsigned int nonce = 0;
+  (void)!::getrandom(&nonce, sizeof nonce, GRND_NONBLOCK);
+  std::string tmp = path + kTempMarker + std::to_string(::getpid()) + "." + std::to_string(nonce);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode & 07777);
   if (fd < 0)
     throw system_error("cannot create " + quote(tmp));

@@ -60,6 +60,17 @@ void write_in(int dir_fd, const std::string &name, const std::string &text, mode
   labeler.label_fd(f.get(), selinux::Share::private_read_only, shown + "/" + name);
 }
 
+// runtime.shim-path, or gpuslice-shim beside this very program.
+std::string shim_program(const Config &config) {
+  if (!config.shim_path.empty())
+    return config.shim_path;
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0)
+    throw system_error("cannot find gpuslice-shim beside this program (/proc/self/exe)");
+  return fs::dirname(std::string_view(self, static_cast<std::size_t>(n))) + "/gpuslice-shim";
+}
+
 // The usage region, its socket in the state dir, and the monitor that holds
 // the region for as long as the container lives.
 void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, std::string &pid_file) {
@@ -85,14 +96,13 @@ void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, std
     pid_file = dir.path + "/" + kInitPidFile;
   monitor.pid_file = fs::absolute(pid_file);
   const auto creator = state::process_id(static_cast<int>(::getpid()));
-  monitor.cleanup = [state_dir = ctx.config.state_dir, id = ctx.container_id, creator] {
-    try {
-      state::remove_container_dir(state_dir, id, creator);
-    } catch (const Error &) {
-      // the poststop hook or the next create removes it
-    }
-  };
-  sharing::spawn_monitor(std::move(monitor));
+  if (!creator)
+    throw Error("cannot read this process's start time from /proc");
+  // It removes the state dir when the container ends, only if it is still
+  // the one this process created.
+  sharing::exec_monitor(std::move(monitor), shim_program(ctx.config),
+                        {"--state-dir", fs::clean_path(ctx.config.state_dir), "--id", ctx.container_id, "--creator",
+                         std::to_string(creator->pid) + " " + std::to_string(creator->start_time)});
 }
 
 } // namespace

@@ -359,9 +359,10 @@ def check_packaged_floors(root: Path, interposer_dir: str) -> None:
     p = subprocess.run(["python3", str(check), "--glibc", "2.17", "--needed", "libc.so.6", str(interposer[0])],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
-    programs = [str(root / "usr" / "bin" / n) for n in ("gpuslice", "gpuslice-runtime", "gpuslice-hook")]
+    programs = [str(root / "usr" / "bin" / n) for n in ("gpuslice", "gpuslice-runtime", "gpuslice-hook", "gpuslice-shim")]
     p = subprocess.run(["python3", str(check), "--glibc", "2.34", "--glibcxx", "3.4.29", "--needed",
-                        "libc.so.6,libm.so.6,libstdc++.so.6,libgcc_s.so.1,libyaml-0.so.2", *programs],
+                        "libc.so.6,libm.so.6,libstdc++.so.6,libgcc_s.so.1,libyaml-0.so.2,ld-linux-x86-64.so.2",
+                        *programs],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
 

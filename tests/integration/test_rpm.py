@@ -35,6 +35,7 @@ REQUIRES_ON_RHEL9 = {
     "libgcc_s.so.1": ("libgcc", "BaseOS"),
     "libyaml-0.so.2": ("libyaml", "AppStream"),
     "libselinux.so.1": ("libselinux", "BaseOS"),  # a dynamic gpuslice-runtime (built on RHEL)
+    "ld-linux-x86-64.so.2": ("glibc", "BaseOS"),  # gpuslice-shim's static libstdc++ (__tls_get_addr)
     "/bin/sh": ("bash", "BaseOS"),
 }
 # RHEL 9.4: glibc 2.34, gcc 11's libstdc++ (GLIBCXX_3.4.29, CXXABI_1.3.13),
@@ -43,13 +44,13 @@ RHEL9_SYMBOL_FLOORS = {"GLIBC": (2, 34), "GLIBCXX": (3, 4, 29), "CXXABI": (1, 3,
 RHEL9_RPMLIB = (4, 16, 1)
 
 EXPECTED_FILES = {
-    "/usr/bin/gpuslice", "/usr/bin/gpuslice-runtime", "/usr/bin/gpuslice-hook",
+    "/usr/bin/gpuslice", "/usr/bin/gpuslice-runtime", "/usr/bin/gpuslice-hook", "/usr/bin/gpuslice-shim",
     "/usr/lib64/gpuslice", "/usr/lib64/gpuslice/libgpuslice-cuda.so",
     "/etc/gpuslice", "/etc/gpuslice/config.toml",
     "/usr/share/containers", "/usr/share/containers/oci", "/usr/share/containers/oci/hooks.d",
     "/usr/share/containers/oci/hooks.d/gpuslice.json",
     "/usr/share/man/man1/gpuslice.1.gz", "/usr/share/man/man8/gpuslice-runtime.8.gz",
-    "/usr/share/man/man8/gpuslice-hook.8.gz",
+    "/usr/share/man/man8/gpuslice-hook.8.gz", "/usr/share/man/man8/gpuslice-shim.8.gz",
     "/usr/share/selinux/packages/gpuslice.pp",
 }
 

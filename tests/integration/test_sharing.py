@@ -9,6 +9,7 @@ container with a device that carries no limit gets the whole (fake) 1 GiB.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -332,3 +333,80 @@ def test_admission_cap_under_concurrent_creates(sharing_runtime, test_tmp, spec_
     assert not gone.exists()
     rt.create(bundles[loser], f"cap-{loser}")
     assert (state / "containers" / f"cap-{loser}" / "limits").exists()
+
+
+# --------------------------------------------------------------------------
+# the container's monitor: gpuslice-shim (issue 12, part 1)
+
+
+def shim_of(cid: str) -> int | None:
+    """The pid of the gpuslice-shim whose --id is `cid`."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+            if os.path.basename(os.readlink(proc / "exe")) == "gpuslice-shim" and cid.encode() in args:
+                return int(proc.name)
+        except OSError:
+            continue
+    return None
+
+
+@pytest.mark.gpuslice
+def test_the_monitor_is_gpuslice_shim_detached_and_gone_with_the_container(sharing_runtime, test_tmp, spec_template,
+                                                                         glibc_rootfs, cid):
+    rt, state = sharing_runtime
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
+    bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=burst")
+    bundle.shell("/bin/probe dlsym alloc 200Mi ok 256Mi")
+    bundle.write()
+    rt.create(bundle, cid)
+    shim = shim_of(cid)
+    assert shim, "no gpuslice-shim for the container"
+    proc = Path(f"/proc/{shim}")
+    # its own program, beside gpuslice-runtime, in its own session
+    assert os.readlink(proc / "exe") == os.path.join(os.path.dirname(rt.argv[0]), "gpuslice-shim")
+    stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+    assert int(stat[3]) == shim, "not a session leader"  # field 6: session
+    # nothing inherited: an environment of PATH alone, stdio on /dev/null,
+    # the listener, region, watched process and activity table at 3..6 (by
+    # now the watched runtime is gone: the init's pidfd replaced it)
+    assert (proc / "environ").read_bytes().split(b"\0")[:-1] == [b"PATH=/usr/sbin:/usr/bin:/sbin:/bin"]
+    fds = {int(fd.name): os.readlink(fd) for fd in (proc / "fd").iterdir()}
+    assert fds[0] == fds[1] == fds[2] == "/dev/null"
+    assert fds[3].startswith("socket:") and fds[4].startswith("/memfd:gpuslice-region"), fds
+    assert fds[6] == str(state / "activity"), fds
+    # and only its own since: the pidfd it watches, its publishing timer
+    others = sorted(t for fd, t in fds.items() if fd > 6 or fd == 5)
+    assert others == ["anon_inode:[pidfd]", "anon_inode:[timerfd]"], fds
+    # not in the container's cgroup: neither frozen nor OOM-killed with it
+    init = int((bundle.path / f"{cid}.pid").read_text())
+    assert (proc / "cgroup").read_text() != Path(f"/proc/{init}/cgroup").read_text()
+
+    rt.start(cid)
+    assert ocitest.wait_pid(init, 30) == 0
+    rt.delete(cid)
+    deadline = time.monotonic() + 10
+    while shim_of(cid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert shim_of(cid) is None, "the monitor outlived its container"
+    assert not (state / "containers" / cid).exists()
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
+def test_create_fails_when_the_monitor_cannot_start(sharing_runtime, test_tmp, spec_template, glibc_rootfs, cid):
+    """No container with limits runs without its monitor: a missing
+    gpuslice-shim fails the create, naming it, and leaves nothing."""
+    rt, state = sharing_runtime
+    conf = test_tmp / "gpuslice.toml"
+    conf.write_text(conf.read_text().replace("[runtime]\n", '[runtime]\nshim-path = "/nonexistent/gpuslice-shim"\n', 1))
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
+    bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")
+    bundle.write()
+    p = rt.create(bundle, cid, check=False)
+    assert p.returncode != 0
+    assert 'cannot start the container\'s monitor "/nonexistent/gpuslice-shim"' in p.stderr, p.stderr
+    assert not (state / "containers" / cid).exists()
+    assert cid not in rt.list_ids()

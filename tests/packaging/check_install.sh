@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `cmake --install` of a build gives a node whose programs find each other:
 # installed into a DESTDIR, every path the installed `gpuslice version`
-# names (hook, interposer, gpuslice-runtime) is there, the installed
+# names (hook, interposer, gpuslice-runtime, and gpuslice-shim beside the
+# runtime) is there, the installed
 # programs start, and the OCI hooks file names the installed hook.
 #   check_install.sh BUILD_DIR
 set -euo pipefail
@@ -27,6 +28,11 @@ done
 
 "$dest$(value hook-path)" --help >/dev/null || fail "the installed gpuslice-hook does not start"
 "$dest$(value gpuslice-runtime)" --version >/dev/null || fail "the installed gpuslice-runtime does not start"
+# gpuslice-runtime starts gpuslice-shim from its own directory.
+shim="$dest$(dirname "$(value gpuslice-runtime)")/gpuslice-shim"
+[[ -x $shim ]] || fail "no gpuslice-shim beside gpuslice-runtime ($shim)"
+usage=$("$shim" 2>&1 || true)
+[[ $usage == *"started by gpuslice-runtime, not by hand"* ]] || fail "the installed gpuslice-shim does not start: $usage"
 
 hooks=$(echo "$installed" | grep '/containers/oci/hooks.d/gpuslice.json$') || fail "no OCI hooks file installed"
 grep -q "\"path\": \"$(value hook-path)\"" "$dest$hooks" || fail "$hooks does not name $(value hook-path)"

@@ -41,6 +41,7 @@ struct Node {
     config.spec_dirs = {t / "cdi"};
     config.state_dir = t / "state";
     config.interposer_path = t / "interposer.so";
+    config.shim_path = GPUSLICE_SHIM; // not beside unit_tests
     config.max_containers_per_gpu = 2;
   }
   // gpuslice-runtime create for `id` claiming `devices`; the monitor it

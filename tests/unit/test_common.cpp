@@ -89,6 +89,10 @@ TEST_CASE("docs/config.md documents every key with its real default", "[common][
   CHECK(documented.interposer_path == "/usr/lib/x86_64-linux-gnu/gpuslice/libgpuslice-cuda.so");
   CHECK(defaults.interposer_path == installed::kInterposerPath);
   CHECK(documented.accept_gpushare_env == defaults.accept_gpushare_env);
+  CHECK(documented.shim_path == defaults.shim_path);
+  CHECK(documented.max_containers_per_gpu == defaults.max_containers_per_gpu);
+  CHECK(documented.selinux_label == defaults.selinux_label);
+  CHECK(documented.selinux_shared_file_label == defaults.selinux_shared_file_label);
   CHECK(documented.log.level == defaults.log.level);
   CHECK(documented.log.target == defaults.log.target);
   CHECK(documented.log.directory == defaults.log.directory);

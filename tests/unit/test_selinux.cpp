@@ -250,6 +250,7 @@ TEST_CASE("selinux: create labels each file of a container with limits, and noth
   config.spec_dirs = {t / "cdi"};
   config.state_dir = t / "state";
   config.interposer_path = t.write("interposer.so", "x");
+  config.shim_path = GPUSLICE_SHIM; // not beside unit_tests
   auto create = [&](const std::string &id, const std::string &labels_json, RecordingSystem &sys) {
     t.write(id + "/config.json", R"({"root": {"path": "rootfs"}, "process": {"env": [])" + labels_json +
                                      R"(}, "mounts": [], "linux": {"mountLabel": ")" +

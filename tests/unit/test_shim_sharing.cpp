@@ -109,6 +109,7 @@ struct Node {
     config.spec_dirs = {t / "cdi"};
     config.state_dir = t / "state";
     config.interposer_path = t / "interposer.so";
+    config.shim_path = GPUSLICE_SHIM; // not beside unit_tests
   }
   std::string bundle(const std::string &name, const std::string &device, const std::string &extra = "") {
     t.write(name + "/config.json", R"({"root": {"path": "rootfs")" + extra + R"(}, "process": {"env": []}, "mounts": [],

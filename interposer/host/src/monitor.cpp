@@ -117,7 +117,9 @@ void close_other_fds(const std::vector<int> &keep) {
       ::close(fd);
 }
 
-void become_daemon(const MonitorSetup &setup) {
+// Its own session, no signal handler or mask inherited, stdio on /dev/null,
+// only the descriptors in `keep` left open.
+void become_daemon(const std::vector<int> &keep) {
   ::setsid();
   (void)!::chdir("/");
   ::umask(022);
@@ -132,8 +134,41 @@ void become_daemon(const MonitorSetup &setup) {
   for (int i = 0; i < 3; i++)
     if (null_fd >= 0)
       ::dup2(null_fd, i);
-  close_other_fds({0, 1, 2, setup.listener.get(), setup.region.get(), setup.activity_table.get(), setup.watched.get()});
-  ::prctl(PR_SET_NAME, setup.name.c_str(), 0, 0, 0);
+  std::vector<int> all{0, 1, 2};
+  all.insert(all.end(), keep.begin(), keep.end());
+  close_other_fds(all);
+}
+
+// Runs `in_grandchild` in a grandchild of this process (nobody's child once
+// the middle one exits: a program that waits for any child must not reap
+// the monitor), and returns once it is on its way.
+template <typename Fn> void start_grandchild(Fn in_grandchild) {
+  const pid_t child = ::fork();
+  if (child < 0)
+    throw system_error("cannot start the container's monitor (fork)");
+  if (child == 0) {
+    const pid_t monitor = ::fork();
+    if (monitor == 0) {
+      in_grandchild();
+      ::_exit(0);
+    }
+    ::_exit(monitor < 0 ? 1 : 0);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw Error("cannot start the container's monitor (second fork failed)");
+}
+
+// Moves `from` (or nothing: -1) to exactly `to`, inheritable.
+void place_fd(int from, int to) {
+  if (from < 0)
+    return;
+  if (from == to)
+    ::fcntl(to, F_SETFD, 0);
+  else
+    ::dup2(from, to); // dup2 clears FD_CLOEXEC on the copy
 }
 
 } // namespace
@@ -214,25 +249,59 @@ void run_monitor(MonitorSetup &setup) {
 }
 
 void spawn_monitor(MonitorSetup setup) {
-  const pid_t child = ::fork();
-  if (child < 0)
-    throw system_error("cannot start the container's monitor (fork)");
-  if (child == 0) {
-    // The child only forks the monitor and exits, so that the monitor is
-    // nobody's child (a program that waits for any child must not reap it).
-    const pid_t monitor = ::fork();
-    if (monitor == 0) {
-      become_daemon(setup);
-      run_monitor(setup);
-      ::_exit(0);
-    }
-    ::_exit(monitor < 0 ? 1 : 0);
+  start_grandchild([&] {
+    become_daemon({setup.listener.get(), setup.region.get(), setup.activity_table.get(), setup.watched.get()});
+    ::prctl(PR_SET_NAME, setup.name.c_str(), 0, 0, 0);
+    run_monitor(setup);
+  });
+}
+
+void exec_monitor(MonitorSetup setup, const std::string &program, const std::vector<std::string> &args) {
+  std::vector<std::string> argv{program, "--listener", std::to_string(kShimListenerFd), "--region",
+                                std::to_string(kShimRegionFd), "--watched", std::to_string(kShimWatchedFd)};
+  if (setup.activity_table)
+    argv.insert(argv.end(), {"--activity", std::to_string(kShimActivityFd)});
+  if (!setup.pid_file.empty())
+    argv.insert(argv.end(), {"--pid-file", setup.pid_file});
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char *> c_argv;
+  for (auto &a : argv)
+    c_argv.push_back(a.data());
+  c_argv.push_back(nullptr);
+  std::string path_env = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+  char *envp[] = {path_env.data(), nullptr};
+  // Closed by a successful exec; carries errno when the exec fails, so that
+  // the create fails instead of a container running with no monitor.
+  int status_pipe[2];
+  if (::pipe2(status_pipe, O_CLOEXEC) != 0)
+    throw system_error("cannot start the container's monitor (pipe)");
+  UniqueFd status_read(status_pipe[0]), status_write(status_pipe[1]);
+  start_grandchild([&] {
+    // Above every number they go to first, so that no move overwrites
+    // another still to be moved.
+    const int sources[] = {setup.listener.get(), setup.region.get(), setup.watched.get(), setup.activity_table.get()};
+    int high[4];
+    for (int i = 0; i < 4; i++)
+      high[i] = sources[i] < 0 ? -1 : ::fcntl(sources[i], F_DUPFD_CLOEXEC, 64);
+    const int report = ::fcntl(status_write.get(), F_DUPFD_CLOEXEC, 64);
+    become_daemon({high[0], high[1], high[2], high[3], report});
+    const int targets[] = {kShimListenerFd, kShimRegionFd, kShimWatchedFd, kShimActivityFd};
+    for (int i = 0; i < 4; i++)
+      place_fd(high[i], targets[i]);
+    close_other_fds({0, 1, 2, kShimListenerFd, kShimRegionFd, kShimWatchedFd,
+                     setup.activity_table ? kShimActivityFd : 0, report});
+    ::execve(program.c_str(), c_argv.data(), envp);
+    const int err = errno;
+    (void)!::write(report, &err, sizeof err);
+    ::_exit(127);
+  });
+  status_write.reset();
+  int err = 0;
+  ssize_t n;
+  while ((n = ::read(status_read.get(), &err, sizeof err)) < 0 && errno == EINTR) {
   }
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error("cannot start the container's monitor (second fork failed)");
+  if (n == static_cast<ssize_t>(sizeof err))
+    throw system_error("cannot start the container's monitor " + quote(program), err);
 }
 
 } // namespace gpuslice::sharing

@@ -29,6 +29,7 @@ struct Config {
   std::string hook_path = installed::kHookPath;
   std::string state_dir = "/run/gpuslice";
   std::string interposer_path = installed::kInterposerPath;
+  std::string shim_path; // empty: gpuslice-shim beside the running gpuslice-runtime
   bool accept_gpushare_env = false;
   // [log]
   log::Options log;

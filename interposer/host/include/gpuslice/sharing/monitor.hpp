@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace gpuslice::sharing {
 
@@ -44,6 +45,15 @@ UniqueFd listen_region_socket(int dir_fd, const std::string &name, const std::st
 // no descriptor but its own; returns once it is on its way. The descriptors
 // in `setup` are closed in the caller. Throws Error when it cannot fork.
 void spawn_monitor(MonitorSetup setup);
+
+// The same, but the grandchild execs `program` (gpuslice-shim) with the
+// descriptors of `setup` at fixed numbers (kShimListenerFd...), their
+// numbers and setup.pid_file as arguments, then `args`, and an environment
+// of PATH alone. For a caller whose own image must not become the monitor
+// (gpuslice-runtime: a static binary, which could not load NVML).
+// setup.cleanup and setup.name are not used: `args` say what to clean.
+inline constexpr int kShimListenerFd = 3, kShimRegionFd = 4, kShimWatchedFd = 5, kShimActivityFd = 6;
+void exec_monitor(MonitorSetup setup, const std::string &program, const std::vector<std::string> &args);
 
 // The monitor's loop, in the calling process; returns when it is done.
 void run_monitor(MonitorSetup &setup);

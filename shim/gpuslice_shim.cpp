@@ -1,0 +1,97 @@
+// gpuslice-shim: the monitor of one container (interposer/host's
+// run_monitor), a program of its own so that it is small, dynamically
+// linked against glibc (it will load NVML), and named in `ps`. Started by
+// gpuslice-runtime at create (sharing::exec_monitor), never by hand: its
+// descriptors arrive at fixed numbers, already detached (own session,
+// stdio on /dev/null, nothing else open, PATH alone in its environment).
+//
+//   gpuslice-shim --listener FD --region FD --watched FD [--activity FD]
+//                 [--pid-file PATH] [--state-dir DIR --id ID --creator "PID START"]
+//
+// When the container ends it removes <state-dir>/containers/<id>, if the
+// directory is still the one its creator made.
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/sharing/monitor.hpp"
+#include "gpuslice/state/container_dir.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace {
+
+using namespace gpuslice;
+
+int number(const std::string &text, const std::string &flag) {
+  int n = -1;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || p != text.data() + text.size() || n < 0)
+    throw Error(flag + " " + quote(text) + " is not a number");
+  return n;
+}
+
+state::ProcessId process(const std::string &text) {
+  const auto space = text.find(' ');
+  if (space == std::string::npos)
+    throw Error("--creator " + quote(text) + " is not \"PID STARTTIME\"");
+  state::ProcessId p;
+  p.pid = number(text.substr(0, space), "--creator");
+  const std::string start = text.substr(space + 1);
+  auto [ptr, ec] = std::from_chars(start.data(), start.data() + start.size(), p.start_time);
+  if (ec != std::errc() || ptr != start.data() + start.size())
+    throw Error("--creator " + quote(text) + " is not \"PID STARTTIME\"");
+  return p;
+}
+
+int run(int argc, char **argv) {
+  static const char *const flags[] = {"--listener", "--region",    "--watched", "--activity",
+                                      "--pid-file", "--state-dir", "--id",      "--creator"};
+  const Error usage("usage: gpuslice-shim --listener FD --region FD --watched FD [--activity FD] [--pid-file PATH] "
+                    "[--state-dir DIR --id ID --creator \"PID START\"] (started by gpuslice-runtime, not by hand)");
+  std::map<std::string, std::string> opt;
+  for (int i = 1; i < argc; i += 2) {
+    const std::string_view flag = argv[i];
+    if (std::find(std::begin(flags), std::end(flags), flag) == std::end(flags) || i + 1 >= argc)
+      throw usage;
+    opt[std::string(flag)] = argv[i + 1];
+  }
+  for (const char *required : {"--listener", "--region", "--watched"})
+    if (!opt.count(required))
+      throw usage;
+  sharing::MonitorSetup setup;
+  setup.listener.reset(number(opt["--listener"], "--listener"));
+  setup.region.reset(number(opt["--region"], "--region"));
+  setup.watched.reset(number(opt["--watched"], "--watched"));
+  if (opt.count("--activity"))
+    setup.activity_table.reset(number(opt["--activity"], "--activity"));
+  setup.pid_file = opt["--pid-file"];
+  if (opt.count("--state-dir") || opt.count("--id") || opt.count("--creator")) {
+    if (!opt.count("--state-dir") || !opt.count("--id") || !opt.count("--creator"))
+      throw Error("--state-dir, --id and --creator go together");
+    const auto creator = process(opt["--creator"]);
+    setup.cleanup = [state_dir = opt["--state-dir"], id = opt["--id"], creator] {
+      try {
+        state::remove_container_dir(state_dir, id, creator);
+      } catch (const Error &) {
+        // the poststop hook or the next create removes it
+      }
+    };
+  }
+  sharing::run_monitor(setup);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  try {
+    return run(argc, argv);
+  } catch (const gpuslice::Error &e) {
+    std::fprintf(stderr, "gpuslice-shim: %s\n", e.what());
+    return 2;
+  }
+}

@@ -7,15 +7,25 @@
 //
 //   gpuslice-shim --listener FD --region FD --watched FD [--activity FD]
 //                 [--pid-file PATH] [--state-dir DIR --id ID --creator "PID START"]
+//                 [--limits PATH --interval-ms N --action log|kill|freeze
+//                  --tolerance BYTES --nvml LIBRARY [--log-file PATH] [--pod NS/NAME]]
+// (BYTES a plain number: no size parsing here, which would pull locale and
+// libm code into every monitor.)
 //
 // When the container ends it removes <state-dir>/containers/<id>, if the
-// directory is still the one its creator made.
+// directory is still the one its creator made. With --limits it checks the
+// container's GPU memory against the driver's own accounting every
+// interval (shim/monitor/enforcer.hpp).
+#include "monitor/enforcer.hpp"
+
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fs.hpp"
 #include "gpuslice/sharing/monitor.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
 #include <algorithm>
 #include <charconv>
+#include <sys/stat.h>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -48,8 +58,9 @@ state::ProcessId process(const std::string &text) {
 }
 
 int run(int argc, char **argv) {
-  static const char *const flags[] = {"--listener", "--region",    "--watched", "--activity",
-                                      "--pid-file", "--state-dir", "--id",      "--creator"};
+  static const char *const flags[] = {"--listener", "--region",      "--watched", "--activity",  "--pid-file",
+                                      "--state-dir", "--id",         "--creator", "--limits",    "--interval-ms",
+                                      "--action",    "--tolerance",  "--nvml",    "--log-file",  "--pod"};
   const Error usage("usage: gpuslice-shim --listener FD --region FD --watched FD [--activity FD] [--pid-file PATH] "
                     "[--state-dir DIR --id ID --creator \"PID START\"] (started by gpuslice-runtime, not by hand)");
   std::map<std::string, std::string> opt;
@@ -81,7 +92,43 @@ int run(int argc, char **argv) {
       }
     };
   }
+  std::unique_ptr<monitor::Enforcer> enforcer;
+  FILE *log = nullptr;
+  if (opt.count("--limits")) {
+    monitor::EnforcerSetup e;
+    e.limits = with_context("--limits", [&] { return sharing::parse_limits(fs::read_file(opt["--limits"], 65536)); });
+    e.action = monitor::parse_action(opt.count("--action") ? opt["--action"] : "log");
+    if (opt.count("--tolerance")) { // bytes: gpuslice-runtime parsed the size
+      const std::string &t = opt["--tolerance"];
+      auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), e.tolerance);
+      if (ec != std::errc() || p != t.data() + t.size())
+        throw Error("--tolerance " + quote(t) + " is not a number of bytes");
+    }
+    e.container_id = opt["--id"];
+    e.pod = opt["--pod"];
+    if (opt.count("--state-dir") && opt.count("--id"))
+      e.status_file = opt["--state-dir"] + "/containers/" + opt["--id"] + "/status";
+    if (opt.count("--log-file")) {
+      // Its directory as gpuslice-runtime's logging makes it (which may
+      // not have run yet: it starts only after the create's side effects).
+      ::mkdir(fs::dirname(opt["--log-file"]).c_str(), 0755);
+      log = std::fopen(opt["--log-file"].c_str(), "ae");
+    }
+    e.log = log;
+    std::string why;
+    auto nvml = monitor::Nvml::load(opt.count("--nvml") ? opt["--nvml"] : "libnvidia-ml.so.1", why);
+    if (!nvml && log)
+      std::fprintf(log, "gpuslice-shim container %s: %s: GPU memory is enforced by the interposer alone\n",
+                   e.container_id.c_str(), why.c_str());
+    enforcer = std::make_unique<monitor::Enforcer>(std::move(e), std::move(nvml));
+    setup.interval_ms = opt.count("--interval-ms") ? number(opt["--interval-ms"], "--interval-ms") : 1000;
+    setup.on_connect = [&](int pid) { enforcer->connected(pid); };
+    setup.on_init = [&](int pid) { enforcer->init_started(pid); };
+    setup.on_interval = [&, region = setup.region.get()] { enforcer->check(region); };
+  }
   sharing::run_monitor(setup);
+  if (log)
+    std::fclose(log);
   return 0;
 }
 

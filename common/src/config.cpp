@@ -70,6 +70,22 @@ void get(const toml::table &t, const char *key, int &out, const std::string &tab
   }
 }
 
+// "200ms", "1s", "2.5s": from 10 ms to an hour.
+int parse_interval_ms(const std::string &text) {
+  double value = 0;
+  std::size_t used = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception &) {
+    used = 0;
+  }
+  const std::string unit = text.substr(used);
+  const double ms = unit == "ms" ? value : unit == "s" ? value * 1000 : -1;
+  if (used == 0 || ms < 10 || ms > 3600 * 1000)
+    throw Error(quote(text) + " is not a duration from 10ms to 3600s (\"200ms\", \"1s\")");
+  return static_cast<int>(ms);
+}
+
 const toml::table *sub(const toml::table &root, const char *name) {
   const auto *n = root.get(name);
   if (!n)
@@ -92,7 +108,7 @@ Config parse_config(const std::string &toml_text, const std::string &origin) {
     toml::table root;
     root = parse_toml(toml_text, origin);
     Config c;
-    reject_unknown(root, "", {"cdi", "runtime", "admission", "log", "selinux"});
+    reject_unknown(root, "", {"cdi", "runtime", "monitor", "admission", "log", "selinux"});
     if (const auto *t = sub(root, "cdi")) {
       reject_unknown(*t, "cdi", {"spec-dirs", "annotation-prefixes"});
       get(*t, "spec-dirs", c.spec_dirs, "cdi");
@@ -109,6 +125,18 @@ Config parse_config(const std::string &toml_text, const std::string &origin) {
       get(*t, "interposer-path", c.interposer_path, "runtime");
       get(*t, "shim-path", c.shim_path, "runtime");
       get(*t, "accept-gpushare-env", c.accept_gpushare_env, "runtime");
+    }
+    if (const auto *t = sub(root, "monitor")) {
+      reject_unknown(*t, "monitor", {"interval", "action", "memory-tolerance", "nvml-path"});
+      std::string interval;
+      get(*t, "interval", interval, "monitor");
+      if (t->contains("interval"))
+        c.monitor_interval_ms = with_context("monitor.interval", [&] { return parse_interval_ms(interval); });
+      get(*t, "action", c.monitor_action, "monitor");
+      get(*t, "memory-tolerance", c.monitor_memory_tolerance, "monitor");
+      get(*t, "nvml-path", c.monitor_nvml_path, "monitor");
+      if (c.monitor_action != "log" && c.monitor_action != "kill" && c.monitor_action != "freeze")
+        throw Error("monitor.action " + quote(c.monitor_action) + " is not one of log, kill, freeze");
     }
     if (const auto *t = sub(root, "admission")) {
       reject_unknown(*t, "admission", {"max-containers-per-gpu"});

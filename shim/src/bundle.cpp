@@ -7,6 +7,7 @@
 #include "gpuslice/common/json_text.hpp"
 #include "gpuslice/common/strings.hpp"
 #include "gpuslice/sharing/activity.hpp"
+#include "gpuslice/sharing/limits.hpp"
 #include "gpuslice/sharing/monitor.hpp"
 #include "gpuslice/sharing/region.hpp"
 #include "gpuslice/shim/admission.hpp"
@@ -71,6 +72,22 @@ std::string shim_program(const Config &config) {
   return fs::dirname(std::string_view(self, static_cast<std::size_t>(n))) + "/gpuslice-shim";
 }
 
+// "namespace/name" of the pod, from the annotations kubelet's runtime sets
+// (containerd's CRI, then CRI-O's); for the monitor's log lines only.
+std::optional<std::string> pod_of(const cdi::OciSpec &oci) {
+  auto annotations = oci.find("annotations");
+  if (annotations == oci.end() || !annotations->is_object())
+    return std::nullopt;
+  for (const auto &[ns_key, name_key] :
+       {std::pair{"io.kubernetes.cri.sandbox-namespace", "io.kubernetes.cri.sandbox-name"},
+        std::pair{"io.kubernetes.pod.namespace", "io.kubernetes.pod.name"}}) {
+    auto ns = annotations->find(ns_key), name = annotations->find(name_key);
+    if (ns != annotations->end() && name != annotations->end() && ns->is_string() && name->is_string())
+      return ns->get<std::string>() + "/" + name->get<std::string>();
+  }
+  return std::nullopt;
+}
+
 // The usage region, its socket in the state dir, and the monitor that holds
 // the region for as long as the container lives.
 void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, std::string &pid_file) {
@@ -99,10 +116,21 @@ void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, std
   if (!creator)
     throw Error("cannot read this process's start time from /proc");
   // It removes the state dir when the container ends, only if it is still
-  // the one this process created.
-  sharing::exec_monitor(std::move(monitor), shim_program(ctx.config),
-                        {"--state-dir", fs::clean_path(ctx.config.state_dir), "--id", ctx.container_id, "--creator",
-                         std::to_string(creator->pid) + " " + std::to_string(creator->start_time)});
+  // the one this process created, and checks the container's GPU memory
+  // against the driver's accounting meanwhile.
+  const Config &c = ctx.config;
+  const uint64_t tolerance =
+      with_context("monitor.memory-tolerance", [&] { return sharing::parse_size(c.monitor_memory_tolerance); });
+  std::vector<std::string> args{"--state-dir", fs::clean_path(c.state_dir), "--id", ctx.container_id, "--creator",
+                                std::to_string(creator->pid) + " " + std::to_string(creator->start_time),
+                                "--limits", dir.path + "/limits", "--interval-ms", std::to_string(c.monitor_interval_ms),
+                                "--action", c.monitor_action, "--tolerance", std::to_string(tolerance),
+                                "--nvml", c.monitor_nvml_path};
+  if (c.log.target == "file")
+    args.insert(args.end(), {"--log-file", c.log.directory + "/gpuslice-shim.log"});
+  if (auto pod = pod_of(ctx.spec.json()))
+    args.insert(args.end(), {"--pod", *pod});
+  sharing::exec_monitor(std::move(monitor), shim_program(c), args);
 }
 
 } // namespace

@@ -10,20 +10,26 @@
  *    processes hold an flock on it while they run work, so that processes
  *    time-share one GPU as contexts do on a real one;
  *  - cuGetProcAddress v1/v2 pick the versioned entry point by cudaVersion and
- *    the per-thread-stream flag as the real driver does.
+ *    the per-thread-stream flag as the real driver does;
+ *  - the kernel driver's per-process accounting, which NVML reads from any
+ *    process of the node: where FAKECUDA_PROCESS_DIR exists, a process
+ *    holding device memory keeps a file there with its usage per device,
+ *    open for as long as it lives (fake_nvml.c finds its pid through /proc).
  * Linked with -Bsymbolic: its own table must not resolve to the interposer.
  */
 #define _GNU_SOURCE
 #include "fake_cuda_internal.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
-#define FAKE_MAX_DEVICES 8
+#define FAKE_MAX_DEVICES FAKECUDA_MAX_DEVICES
 #define BLOCK_MAGIC 0xfa4eb10cfa4eb10cULL
 #define HDR 256
 
@@ -50,6 +56,34 @@ static struct {
 } g = {.once = PTHREAD_ONCE_INIT};
 
 static __thread CUcontext tls_ctx;
+
+/* The per-process accounting file: -1 not opened yet, -2 none (no dir). */
+static int acct_fd = -1;
+static pthread_mutex_t acct_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void acct_forget_after_fork(void) { acct_fd = -1; } /* the child gets a file of its own */
+
+static void account(void) {
+  pthread_mutex_lock(&acct_mu);
+  if (acct_fd == -1) {
+    static int atfork_done;
+    if (!atfork_done) {
+      pthread_atfork(NULL, NULL, acct_forget_after_fork);
+      atfork_done = 1;
+    }
+    char path[256];
+    snprintf(path, sizeof path, "%s/%d-%llx", FAKECUDA_PROCESS_DIR, (int)getpid(), (unsigned long long)fake_now_ns());
+    acct_fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (acct_fd < 0) acct_fd = -2;
+  }
+  if (acct_fd >= 0) {
+    uint64_t snap[FAKE_MAX_DEVICES];
+    for (int i = 0; i < FAKE_MAX_DEVICES; i++) snap[i] = atomic_load(&g.used[i]);
+    ssize_t w = pwrite(acct_fd, snap, sizeof snap, 0);
+    (void)w;
+  }
+  pthread_mutex_unlock(&acct_mu);
+}
 
 uint64_t fake_now_ns(void) {
   struct timespec ts;
@@ -220,6 +254,7 @@ static CUresult alloc_block(void **out, size_t size, int dev, int kind) {
   b->dev = dev;
   b->kind = kind;
   *out = (char *)b + HDR;
+  if (kind != BK_HOST) account();
   return CUDA_SUCCESS;
 }
 
@@ -228,7 +263,10 @@ static CUresult free_block(void *p, int kind) {
   struct block *b = (struct block *)((char *)p - HDR);
   if (b->magic != BLOCK_MAGIC || b->kind != kind) return CUDA_ERROR_INVALID_VALUE;
   b->magic = 0;
-  if (kind != BK_HOST) atomic_fetch_sub(&g.used[b->dev], b->size);
+  if (kind != BK_HOST) {
+    atomic_fetch_sub(&g.used[b->dev], b->size);
+    account();
+  }
   free(b);
   return CUDA_SUCCESS;
 }

@@ -5,6 +5,12 @@
 
 #include "gpuslice/cuda_api.h"
 
+/* Where processes keep their usage for the fake NVML of other processes
+ * (the kernel driver's per-process accounting); nothing when it is missing.
+ * Tests make it and bind-mount it into containers at the same path. */
+#define FAKECUDA_PROCESS_DIR "/run/fake-nvidia-driver/processes"
+#define FAKECUDA_MAX_DEVICES 8 /* the file: uint64_t used[FAKECUDA_MAX_DEVICES] */
+
 uint64_t fake_now_ns(void);
 CUresult fake_check_ctx(void);
 

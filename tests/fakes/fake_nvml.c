@@ -1,15 +1,26 @@
-/* A fake libnvidia-ml.so.1 backed by the fake driver's state in this process:
- * memory info (total per FAKE_CUDA_MEMORY, used = what the fake driver has
- * handed out), running processes (this one, with its usage) and utilization
- * (share of wall time the fake GPU spent in this process's kernels since the
- * previous query). Real signatures and return codes.
+/* A fake libnvidia-ml.so.1 backed by the fake driver's state: memory info
+ * (total per FAKE_CUDA_MEMORY, used = what the fake driver has handed out in
+ * this process), running processes and utilization (share of wall time the
+ * fake GPU spent in this process's kernels since the previous query). Real
+ * signatures and return codes.
+ *
+ * Running processes are the node's, as the real NVML reports them, where the
+ * fake driver's accounting directory exists (FAKECUDA_PROCESS_DIR: each
+ * process using the fake GPU keeps its usage there): pids as seen from the
+ * caller's pid namespace (found through /proc/PID/fd), usage per device.
+ * Without it, this process alone.
  */
 #define _GNU_SOURCE
 #include "fake_cuda_internal.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 struct nvmlDevice_st {
@@ -97,10 +108,80 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u)
   last_busy = busy;
   return NVML_SUCCESS;
 }
+/* stat and fstat by system call: glibc's own symbols for them are new in
+ * 2.33, and this library loads on 2.17 (the old-glibc image test). */
+static int raw_stat(const char *path, struct stat *st) {
+  return (int)syscall(SYS_newfstatat, AT_FDCWD, path, st, 0);
+}
+static int raw_fstat(int fd, struct stat *st) { return (int)syscall(SYS_fstat, fd, st); }
+
+/* The pid (in our pid namespace) of a process holding the file dev:ino open, 0 if none. */
+static unsigned holder_of(dev_t dev, ino_t ino) {
+  DIR *procs = opendir("/proc");
+  if (!procs) return 0;
+  unsigned found = 0;
+  struct dirent *p;
+  while (!found && (p = readdir(procs))) {
+    if (p->d_name[0] < '1' || p->d_name[0] > '9') continue;
+    char fd_dir[300];
+    snprintf(fd_dir, sizeof fd_dir, "/proc/%s/fd", p->d_name);
+    DIR *fds = opendir(fd_dir);
+    if (!fds) continue;
+    struct dirent *f;
+    while ((f = readdir(fds))) {
+      char path[600];
+      struct stat st;
+      snprintf(path, sizeof path, "%s/%s", fd_dir, f->d_name);
+      if (f->d_name[0] != '.' && raw_stat(path, &st) == 0 && st.st_dev == dev && st.st_ino == ino) {
+        found = (unsigned)atoi(p->d_name);
+        break;
+      }
+    }
+    closedir(fds);
+  }
+  closedir(procs);
+  return found;
+}
+
+/* The node's processes using device `index`, from the driver's accounting
+ * directory; -1 when there is none. */
+static int node_processes(int index, unsigned *count, nvmlProcessInfo_t *infos) {
+  DIR *d = opendir(FAKECUDA_PROCESS_DIR);
+  if (!d) return -1;
+  unsigned n = 0, room = *count;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", FAKECUDA_PROCESS_DIR, e->d_name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;
+    uint64_t used[FAKECUDA_MAX_DEVICES] = {0};
+    struct stat st;
+    int ok = pread(fd, used, sizeof used, 0) == (ssize_t)sizeof used && raw_fstat(fd, &st) == 0;
+    close(fd);
+    if (!ok || used[index] == 0) continue;
+    unsigned pid = holder_of(st.st_dev, st.st_ino);
+    if (!pid) continue; /* its process is gone: the driver has freed its memory */
+    if (infos && n < room) {
+      infos[n].pid = pid;
+      infos[n].usedGpuMemory = used[index];
+      infos[n].gpuInstanceId = 0xffffffffu;
+      infos[n].computeInstanceId = 0xffffffffu;
+    }
+    n++;
+  }
+  closedir(d);
+  *count = n;
+  return n > room ? 1 : 0;
+}
+
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned int *count, nvmlProcessInfo_t *infos) {
   NEED_INIT();
   CHECK_DEVICE(d);
   if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+  int node = node_processes(d->index, count, infos);
+  if (node >= 0) return node ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
   uint64_t used = fakecuda_device_used(d->index);
   unsigned n = used ? 1 : 0;
   if (*count < n) {

@@ -68,6 +68,24 @@ TEST_CASE("config: defaults, keys and unknown keys", "[common][config]") {
   CHECK_THROWS_WITH(parse_config("[runtime\n", "f.toml"), Catch::Contains("f.toml"));
 }
 
+TEST_CASE("config: monitor interval and action, admission cap, selinux mode", "[common][config]") {
+  CHECK(parse_config("[monitor]\ninterval = \"200ms\"\n", "x").monitor_interval_ms == 200);
+  CHECK(parse_config("[monitor]\ninterval = \"2.5s\"\n", "x").monitor_interval_ms == 2500);
+  for (const char *bad : {"5m", "1", "0s", "5ms", "2h", "ms", ""})
+    CHECK_THROWS_WITH(parse_config(std::string("[monitor]\ninterval = \"") + bad + "\"\n", "x"),
+                      Catch::Contains("monitor.interval") && Catch::Contains("is not a duration from 10ms to 3600s"));
+  CHECK(parse_config("[monitor]\naction = \"freeze\"\n", "x").monitor_action == "freeze");
+  CHECK_THROWS_WITH(parse_config("[monitor]\naction = \"explode\"\n", "x"),
+                    Catch::Contains("monitor.action \"explode\" is not one of log, kill, freeze"));
+  CHECK(parse_config("[admission]\nmax-containers-per-gpu = 0\n", "x").max_containers_per_gpu == 0);
+  CHECK_THROWS_WITH(parse_config("[admission]\nmax-containers-per-gpu = -1\n", "x"),
+                    Catch::Contains("must be a whole number from 0"));
+  CHECK_THROWS_WITH(parse_config("[admission]\nmax-containers-per-gpu = \"20\"\n", "x"),
+                    Catch::Contains("admission.max-containers-per-gpu"));
+  CHECK_THROWS_WITH(parse_config("[selinux]\nlabel = \"enforcing\"\n", "x"),
+                    Catch::Contains("selinux.label \"enforcing\" is not one of auto, on, off"));
+}
+
 TEST_CASE("docs/config.md documents every key with its real default", "[common][config]") {
   const std::string doc = fs::read_file(GPUSLICE_SOURCE_DIR "/docs/config.md");
   const auto start = doc.find("```toml\n");
@@ -91,6 +109,10 @@ TEST_CASE("docs/config.md documents every key with its real default", "[common][
   CHECK(documented.accept_gpushare_env == defaults.accept_gpushare_env);
   CHECK(documented.shim_path == defaults.shim_path);
   CHECK(documented.max_containers_per_gpu == defaults.max_containers_per_gpu);
+  CHECK(documented.monitor_interval_ms == defaults.monitor_interval_ms);
+  CHECK(documented.monitor_action == defaults.monitor_action);
+  CHECK(documented.monitor_memory_tolerance == defaults.monitor_memory_tolerance);
+  CHECK(documented.monitor_nvml_path == defaults.monitor_nvml_path);
   CHECK(documented.selinux_label == defaults.selinux_label);
   CHECK(documented.selinux_shared_file_label == defaults.selinux_shared_file_label);
   CHECK(documented.log.level == defaults.log.level);

@@ -1,10 +1,13 @@
 // Sizes, per-device limit lists and the limits file (docs/region.md). The
 // renderer and the interposer's C parser must agree: tests round-trip every
-// field through both.
+// field through both. Reading the file back is limits_file.cpp's: what
+// gpuslice-shim links, without sizes (floating point) or streams.
 #include "gpuslice/sharing/limits.hpp"
 
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+
+#include "limits_text.hpp"
 
 extern "C" {
 #include "gpuslice/region.h"
@@ -16,53 +19,7 @@ extern "C" {
 
 namespace gpuslice::sharing {
 
-namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  for (;;) {
-    auto pos = s.find(sep);
-    out.push_back(s.substr(0, pos));
-    if (pos == std::string_view::npos)
-      return out;
-    s.remove_prefix(pos + 1);
-  }
-}
-
-bool valid_key(std::string_view k) {
-  if (k == "*")
-    return true;
-  if (k.empty() || k.size() >= 48)
-    return false;
-  if (k.rfind("GPU-", 0) == 0 || k.rfind("MIG-", 0) == 0) {
-    for (char c : k.substr(4))
-      if (!(std::isxdigit(static_cast<unsigned char>(c)) || c == '-'))
-        return false;
-    return true;
-  }
-  for (char c : k)
-    if (c < '0' || c > '9')
-      return false;
-  return true;
-}
-
-uint64_t parse_u64(std::string_view s, std::string_view what) {
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size())
-    throw Error("invalid " + std::string(what) + " " + gpuslice::quote(s));
-  return v;
-}
-
-} // namespace
+using namespace limits_text;
 
 uint64_t parse_size(std::string_view text) {
   std::string_view s = trim(text);
@@ -123,28 +80,6 @@ std::vector<DeviceLimit> parse_memory_limits(std::string_view text) {
   return out;
 }
 
-Policy parse_policy(std::string_view text) {
-  if (text == "native")
-    return Policy::native;
-  if (text == "fixed")
-    return Policy::fixed;
-  if (text == "burst")
-    return Policy::burst;
-  throw Error("invalid compute policy " + gpuslice::quote(text) + ": expected native, fixed or burst");
-}
-
-std::string_view policy_name(Policy p) {
-  switch (p) {
-  case Policy::native:
-    return "native";
-  case Policy::fixed:
-    return "fixed";
-  case Policy::burst:
-    return "burst";
-  }
-  return "native";
-}
-
 void apply_compute(Limits &limits, int percent, Policy policy) {
   if (percent < 0 || percent > 100)
     throw Error("compute limit " + std::to_string(percent) + " is not a percentage between 0 and 100");
@@ -183,44 +118,6 @@ std::string render_limits(const Limits &limits) {
     o << "activity " << limits.activity << "\n";
   }
   return o.str();
-}
-
-Limits parse_limits(std::string_view text) {
-  Limits out;
-  auto lines = split(text, '\n');
-  if (lines.empty() || trim(lines[0]) != GS_LIMITS_HEADER)
-    throw Error("limits file does not start with " + gpuslice::quote(GS_LIMITS_HEADER));
-  for (std::size_t n = 1; n < lines.size(); n++) {
-    auto ctx = "line " + std::to_string(n + 1);
-    std::vector<std::string_view> w;
-    for (auto x : split(trim(lines[n]), ' '))
-      if (!trim(x).empty())
-        w.push_back(trim(x));
-    if (w.empty() || w[0].front() == '#')
-      continue;
-    if (w[0] == "activity" && w.size() == 2) {
-      out.activity = std::string(w[1]);
-      continue;
-    }
-    if (w[0] != "device" || w.size() < 2 || w.size() % 2 != 0 || !valid_key(w[1]))
-      throw Error(ctx + ": expected \"device KEY [memory BYTES] [compute PCT] [policy P]\"");
-    DeviceLimit d{std::string(w[1]), {}, {}, {}};
-    for (std::size_t i = 2; i < w.size(); i += 2) {
-      if (w[i] == "memory")
-        d.memory = with_context(ctx, [&] { return parse_u64(w[i + 1], "memory"); });
-      else if (w[i] == "compute") {
-        uint64_t c = with_context(ctx, [&] { return parse_u64(w[i + 1], "compute"); });
-        if (c > 100)
-          throw Error(ctx + ": compute " + gpuslice::quote(w[i + 1]) + " is over 100");
-        d.compute = static_cast<int>(c);
-      } else if (w[i] == "policy")
-        d.policy = with_context(ctx, [&] { return parse_policy(w[i + 1]); });
-      else
-        throw Error(ctx + ": unknown field " + gpuslice::quote(w[i]));
-    }
-    out.devices.push_back(std::move(d));
-  }
-  return out;
 }
 
 void write_limits_file(const std::string &path, const Limits &limits) {

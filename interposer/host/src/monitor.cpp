@@ -45,10 +45,16 @@ uint64_t monotonic_ns() {
 // One descriptor per connection, each a new open file description of the
 // region (reopened through /proc): the processes' slot locks must not be
 // one shared lock.
-void hand_region(int listener, int region) {
+void hand_region(int listener, int region, const std::function<void(int)> &on_connect) {
   UniqueFd conn(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
   if (!conn)
     return;
+  if (on_connect) {
+    ucred peer{};
+    socklen_t len = sizeof peer;
+    if (::getsockopt(conn.get(), SOL_SOCKET, SO_PEERCRED, &peer, &len) == 0 && peer.pid > 0)
+      on_connect(peer.pid);
+  }
   UniqueFd own(::open(("/proc/self/fd/" + std::to_string(region)).c_str(), O_RDWR | O_CLOEXEC));
   if (!own)
     return; // the process sees no region and refuses its allocations
@@ -204,7 +210,7 @@ UniqueFd listen_region_socket(int dir_fd, const std::string &name, const std::st
 
 void run_monitor(MonitorSetup &setup) {
   std::optional<ActivityPublisher> publisher;
-  UniqueFd timer;
+  UniqueFd timer, interval;
   if (setup.activity_table) {
     publisher.emplace(std::move(setup.activity_table), container_id(setup.region.get()));
     timer.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
@@ -212,20 +218,36 @@ void run_monitor(MonitorSetup &setup) {
     if (timer)
       ::timerfd_settime(timer.get(), 0, &period, nullptr);
   }
+  if (setup.on_interval && setup.interval_ms > 0) {
+    interval.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+    const long ms = setup.interval_ms;
+    itimerspec period{{ms / 1000, (ms % 1000) * 1'000'000}, {ms / 1000, (ms % 1000) * 1'000'000}};
+    if (interval)
+      ::timerfd_settime(interval.get(), 0, &period, nullptr);
+  }
   bool watching_init = false;
   for (;;) {
-    pollfd fds[3] = {{setup.listener.get(), POLLIN, 0}, {setup.watched.get(), POLLIN, 0}, {timer.get(), POLLIN, 0}};
-    if (::poll(fds, timer ? 3 : 2, -1) < 0) {
+    // An fd of -1 is ignored by poll: no timer, no entry.
+    pollfd fds[4] = {{setup.listener.get(), POLLIN, 0},
+                     {setup.watched.get(), POLLIN, 0},
+                     {timer.get(), POLLIN, 0},
+                     {interval.get(), POLLIN, 0}};
+    if (::poll(fds, 4, -1) < 0) {
       if (errno == EINTR)
         continue;
       break;
     }
     if (fds[0].revents & POLLIN)
-      hand_region(setup.listener.get(), setup.region.get());
+      hand_region(setup.listener.get(), setup.region.get(), setup.on_connect);
     if (timer && (fds[2].revents & POLLIN)) {
       uint64_t ticks;
       (void)!::read(timer.get(), &ticks, sizeof ticks);
       publish_activity(*publisher, setup.region.get());
+    }
+    if (interval && (fds[3].revents & POLLIN)) {
+      uint64_t ticks;
+      (void)!::read(interval.get(), &ticks, sizeof ticks);
+      setup.on_interval();
     }
     if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
       if (watching_init || setup.pid_file.empty())
@@ -240,6 +262,8 @@ void run_monitor(MonitorSetup &setup) {
         break; // already gone
       }
       watching_init = true;
+      if (setup.on_init)
+        setup.on_init(*pid);
     }
   }
   if (publisher)

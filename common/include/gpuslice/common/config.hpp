@@ -33,6 +33,11 @@ struct Config {
   bool accept_gpushare_env = false;
   // [log]
   log::Options log;
+  // [monitor] (gpuslice-shim: shim/monitor/enforcer.hpp)
+  int monitor_interval_ms = 1000;
+  std::string monitor_action = "log";       // log, kill, freeze
+  std::string monitor_memory_tolerance = "0"; // a size
+  std::string monitor_nvml_path = "libnvidia-ml.so.1";
   // [admission]
   int max_containers_per_gpu = 20;
   // [selinux] (docs/selinux.md)

@@ -32,6 +32,13 @@ struct MonitorSetup {
   std::string pid_file;
   std::string name = "gpuslice-shim"; // process name (comm)
   std::function<void()> cleanup;      // on exit, whatever the reason
+  // gpuslice-shim's enforcement (shim/monitor/): told of each process that
+  // takes the region (its pid here, from SO_PEERCRED), of the container's
+  // init once known, and called every interval_ms (0: never).
+  std::function<void(int pid)> on_connect;
+  std::function<void(int pid)> on_init;
+  std::function<void()> on_interval;
+  int interval_ms = 0;
 };
 
 // A pidfd for `pid` (pidfd_open); throws Error.

@@ -1,0 +1,78 @@
+// What gpuslice-shim does every monitor interval for its container: reclaim
+// the region slots of dead processes, read the driver's per-process usage
+// (NVML) of the container's processes (its cgroup), compare each GPU's
+// total with the container's limit, and act (monitor.action):
+//   log     one line when a GPU goes over its limit (again once it was
+//           back under);
+//   kill    SIGKILL the process that grew last, then the next, until the
+//           GPU is back under its limit;
+//   freeze  freeze the container's cgroup.
+// A process the driver sees that never took the region is a bypass (a
+// static binary, a loader trick): logged once, whatever the action. Every
+// action is one log line (container, pod, pid, GPU, used, limit) and is
+// counted in the status file (<state dir>/status, JSON).
+#pragma once
+
+#include "cgroup.hpp"
+#include "nvml.hpp"
+
+#include "gpuslice/sharing/limits.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace gpuslice::monitor {
+
+enum class Action { log, kill, freeze };
+Action parse_action(const std::string &text); // throws Error
+
+struct EnforcerSetup {
+  sharing::Limits limits;
+  Action action = Action::log;
+  uint64_t tolerance = 0; // bytes over the limit tolerated
+  std::string container_id, pod; // pod: "namespace/name", or empty
+  std::string status_file;       // empty: none
+  FILE *log = nullptr;           // where the lines go (not owned)
+};
+
+struct Counts {
+  unsigned breaches = 0, killed = 0, frozen = 0, bypasses = 0;
+};
+
+class Enforcer {
+public:
+  Enforcer(EnforcerSetup setup, std::unique_ptr<Nvml> nvml);
+
+  void connected(int pid) { connected_.insert(pid); }
+  void init_started(int pid); // the container's init: its cgroup
+  // One interval, with `region_fd` (dead slots reclaimed). Never throws.
+  void check(int region_fd);
+
+  const Counts &counts() const { return counts_; }
+
+private:
+  void say(const std::string &line);
+  void act(const std::string &uuid, uint64_t used, uint64_t limit, std::map<unsigned, uint64_t> usage);
+  void write_status();
+  std::optional<uint64_t> limit_for(const std::string &uuid) const;
+
+  EnforcerSetup setup_;
+  std::unique_ptr<Nvml> nvml_;
+  std::optional<ContainerCgroup> cgroup_;
+  std::set<int> connected_;
+  std::set<unsigned> bypass_said_;
+  std::set<std::string> over_; // GPUs over their limit at the last check
+  std::set<unsigned> killed_;  // dying: neither counted nor killed again
+  std::map<unsigned, std::pair<uint64_t, uint64_t>> last_; // pid -> (used, tick of its last growth)
+  uint64_t tick_ = 0;
+  bool frozen_ = false;
+  bool nvml_error_said_ = false;
+  Counts counts_;
+};
+
+} // namespace gpuslice::monitor

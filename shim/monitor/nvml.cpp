@@ -1,0 +1,97 @@
+#include "nvml.hpp"
+
+#include "gpuslice/common/error.hpp"
+
+extern "C" {
+#include "gpuslice/cuda_api.h"
+}
+
+#include <dlfcn.h>
+
+namespace gpuslice::monitor {
+
+struct Nvml::Api {
+  nvmlReturn_t (*init)(void);
+  nvmlReturn_t (*shutdown)(void);
+  nvmlReturn_t (*count)(unsigned int *);
+  nvmlReturn_t (*handle)(unsigned int, nvmlDevice_t *);
+  nvmlReturn_t (*uuid)(nvmlDevice_t, char *, unsigned int);
+  nvmlReturn_t (*processes)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *);
+};
+
+namespace {
+
+template <typename Fn> bool find(void *handle, const char *name, Fn &out) {
+  out = reinterpret_cast<Fn>(::dlsym(handle, name));
+  return out != nullptr;
+}
+
+void check(nvmlReturn_t r, const char *call) {
+  if (r != NVML_SUCCESS)
+    throw Error(std::string(call) + " failed (NVML error " + std::to_string(static_cast<int>(r)) + ")");
+}
+
+} // namespace
+
+std::unique_ptr<Nvml> Nvml::load(const std::string &library, std::string &why) {
+  void *handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *e = ::dlerror();
+    why = "cannot load " + library + (e ? std::string(": ") + e : std::string());
+    return nullptr;
+  }
+  auto api = std::make_unique<Api>();
+  if (!find(handle, "nvmlInit_v2", api->init) || !find(handle, "nvmlShutdown", api->shutdown) ||
+      !find(handle, "nvmlDeviceGetCount_v2", api->count) ||
+      !find(handle, "nvmlDeviceGetHandleByIndex_v2", api->handle) || !find(handle, "nvmlDeviceGetUUID", api->uuid) ||
+      !find(handle, "nvmlDeviceGetComputeRunningProcesses_v3", api->processes)) {
+    why = library + " lacks an NVML function gpuslice needs (driver older than 510?)";
+    ::dlclose(handle);
+    return nullptr;
+  }
+  if (nvmlReturn_t r = api->init(); r != NVML_SUCCESS) {
+    why = "nvmlInit_v2 failed (NVML error " + std::to_string(static_cast<int>(r)) + ")";
+    ::dlclose(handle);
+    return nullptr;
+  }
+  return std::unique_ptr<Nvml>(new Nvml(handle, std::move(api)));
+}
+
+Nvml::Nvml(void *handle, std::unique_ptr<Api> api) : handle_(handle), api_(std::move(api)) {}
+
+Nvml::~Nvml() {
+  api_->shutdown();
+  ::dlclose(handle_);
+}
+
+std::vector<GpuProcesses> Nvml::processes() const {
+  unsigned count = 0;
+  check(api_->count(&count), "nvmlDeviceGetCount_v2");
+  std::vector<GpuProcesses> gpus;
+  for (unsigned i = 0; i < count && i < 64; i++) {
+    nvmlDevice_t device{};
+    check(api_->handle(i, &device), "nvmlDeviceGetHandleByIndex_v2");
+    char uuid[96] = {};
+    check(api_->uuid(device, uuid, sizeof uuid), "nvmlDeviceGetUUID");
+    GpuProcesses gpu;
+    gpu.uuid = uuid;
+    // The list can grow between the two calls: ask again, a few times.
+    std::vector<nvmlProcessInfo_t> infos(16);
+    nvmlReturn_t r = NVML_ERROR_INSUFFICIENT_SIZE;
+    unsigned n = 0;
+    for (int attempt = 0; attempt < 4 && r == NVML_ERROR_INSUFFICIENT_SIZE; attempt++) {
+      n = static_cast<unsigned>(infos.size());
+      r = api_->processes(device, &n, infos.data());
+      if (r == NVML_ERROR_INSUFFICIENT_SIZE)
+        infos.resize(static_cast<std::size_t>(n) + 16);
+    }
+    check(r, "nvmlDeviceGetComputeRunningProcesses_v3");
+    for (unsigned k = 0; k < n && k < infos.size(); k++)
+      if (infos[k].usedGpuMemory != ~0ull) // NVML_VALUE_NOT_AVAILABLE
+        gpu.processes.push_back({infos[k].pid, infos[k].usedGpuMemory});
+    gpus.push_back(std::move(gpu));
+  }
+  return gpus;
+}
+
+} // namespace gpuslice::monitor

@@ -1,0 +1,150 @@
+"""gpuslice-shim's enforcement through the driver's own accounting (issue
+12, part 2), with real runc containers.
+
+The fake driver keeps each process's usage in /run/fake-nvidia-driver/
+processes (its stand-in for the kernel driver's per-process accounting),
+bind-mounted into the containers; the fake NVML, which the monitor loads by
+path (monitor.nvml-path), lists the node's processes from it with host
+pids, as the real NVML does. The offender is a static program with the fake
+driver linked in (tests/fakes/bypass_static.c): no loader runs in it, so no
+/etc/ld.so.preload and no interposer, and it allocates 300 MiB against a
+256 MiB limit. Only the monitor can see it: it is logged as a bypass, and
+killed, frozen or only logged per monitor.action.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+import ocitest
+from conftest import KIND, built
+
+DRIVER_DIR = Path("/run/fake-nvidia-driver")
+
+
+@pytest.fixture
+def driver_accounting():
+    """The fake driver's accounting dir on the host, empty, removed after."""
+    shutil.rmtree(DRIVER_DIR, ignore_errors=True)
+    (DRIVER_DIR / "processes").mkdir(parents=True)
+    yield DRIVER_DIR / "processes"
+    shutil.rmtree(DRIVER_DIR, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def bypass_rootfs(tmp_path_factory) -> Path:
+    root = ocitest.build_busybox_rootfs(tmp_path_factory.mktemp("bypass") / "rootfs")
+    ocitest.copy_with_libs(built("GPUSLICE_PROBE"), root, "/bin/probe")
+    shutil.copy(built("GPUSLICE_BYPASS"), root / "bin" / "bypass_static")
+    return root
+
+
+def monitored(sharing_runtime, test_tmp, action: str):
+    """sharing_runtime with the monitor checking every 100 ms, the fake NVML,
+    the driver's accounting dir mounted into every container."""
+    rt, state = sharing_runtime
+    conf = test_tmp / "gpuslice.toml"
+    conf.write_text(conf.read_text() + f'\n[monitor]\ninterval = "100ms"\naction = "{action}"\n'
+                                       f'nvml-path = "{built("GPUSLICE_FAKE_NVML")}"\n')
+    spec_file = test_tmp / "cdi" / "fake-driver.json"
+    spec = json.loads(spec_file.read_text())
+    spec["containerEdits"]["mounts"].append({"hostPath": str(DRIVER_DIR), "containerPath": str(DRIVER_DIR),
+                                             "options": ["rbind", "rw", "nosuid", "nodev"]})
+    spec_file.write_text(json.dumps(spec))
+    return rt, state, test_tmp / "log" / "gpuslice-shim.log"
+
+
+def wait_for(predicate, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    return predicate()
+
+
+def text(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
+
+
+def status_when(state: Path, cid: str, key: str) -> dict:
+    """The container's status file once `key` is counted (it is written
+    right after the log line)."""
+    path = state / "containers" / cid / "status"
+    status = wait_for(lambda: path.exists() and json.loads(path.read_text()).get(key) and json.loads(path.read_text()))
+    assert status, text(path)
+    return status
+
+
+def start(rt, test_tmp, spec_template, rootfs, cid, script):
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, rootfs)
+    bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")  # 256 MiB
+    bundle.spec["annotations"].update({"io.kubernetes.cri.sandbox-namespace": "team-a",
+                                       "io.kubernetes.cri.sandbox-name": "trainer-0"})
+    bundle.shell(script)
+    bundle.write()
+    rt.create(bundle, cid)
+    rt.start(cid)
+    return bundle, int((bundle.path / f"{cid}.pid").read_text())
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
+def test_kill_a_process_past_the_limit_that_bypasses_the_interposer(sharing_runtime, test_tmp, spec_template,
+                                                                    bypass_rootfs, driver_accounting, cid):
+    rt, state, log = monitored(sharing_runtime, test_tmp, "kill")
+    bundle, init = start(rt, test_tmp, spec_template, bypass_rootfs, cid,
+                         "/bin/bypass_static 300 30; echo bypass-exit $?; sleep 2")
+    line = wait_for(lambda: [l for l in text(log).splitlines() if "killed pid" in l])
+    assert line, text(log)
+    assert f"container {cid} (pod team-a/trainer-0)" in line[0], line
+    assert "GPU GPU-facea2a3-a4a5-a6a7-a8a9-aaabacadae00 used 314572800 bytes, limit 268435456" in line[0], line
+    assert "without the interposer" in text(log) and "a bypass" in text(log), text(log)
+    status = status_when(state, cid, "killed")
+    assert status["killed"] == 1 and status["bypasses"] == 1 and status["breaches"] >= 1, status
+    assert ocitest.wait_pid(init, 30) == 0
+    out = (bundle.path / f"{cid}.out").read_text()
+    assert "bypass-exit 137" in out, out  # SIGKILL
+    rt.delete(cid)
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
+def test_log_only_leaves_the_process_running(sharing_runtime, test_tmp, spec_template, bypass_rootfs,
+                                            driver_accounting, cid):
+    rt, state, log = monitored(sharing_runtime, test_tmp, "log")
+    bundle, init = start(rt, test_tmp, spec_template, bypass_rootfs, cid,
+                         "/bin/probe dlsym alloc 200Mi ok 256Mi; /bin/bypass_static 300 2; echo bypass-exit $?")
+    assert wait_for(lambda: "over the limit (monitor.action = log)" in text(log)), text(log)
+    assert ocitest.wait_pid(init, 30) == 0
+    out = (bundle.path / f"{cid}.out").read_text()
+    assert "bypass-exit 0" in out and "held 2 s" in out, out
+    assert text(log).count("a bypass") == 1, text(log)  # the probe took the region: not one
+    assert "killed" not in text(log)
+    rt.delete(cid)
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
+def test_freeze_stops_the_whole_container(sharing_runtime, test_tmp, spec_template, bypass_rootfs,
+                                         driver_accounting, cid):
+    rt, state, log = monitored(sharing_runtime, test_tmp, "freeze")
+    bundle, init = start(rt, test_tmp, spec_template, bypass_rootfs, cid, "/bin/bypass_static 300 30")
+    assert wait_for(lambda: "froze the container" in text(log)), text(log)
+    assert status_when(state, cid, "frozen")["frozen"] == 1
+    # The container's freezer says so (cgroup v1 here; v2: cgroup.freeze).
+    cgroup = {l.split(":")[1]: l.split(":")[2] for l in Path(f"/proc/{init}/cgroup").read_text().splitlines()}
+    if "freezer" in cgroup:
+        freezer = Path("/sys/fs/cgroup/freezer") / cgroup["freezer"].lstrip("/")
+        assert wait_for(lambda: (freezer / "freezer.state").read_text().strip() == "FROZEN")
+        (freezer / "freezer.state").write_text("THAWED")
+    else:
+        v2 = Path("/sys/fs/cgroup") / cgroup[""].lstrip("/")
+        assert (v2 / "cgroup.freeze").read_text().strip() == "1"
+        (v2 / "cgroup.freeze").write_text("0")
+    rt.delete(cid, force=True)

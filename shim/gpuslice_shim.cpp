@@ -44,19 +44,6 @@ int number(const std::string &text, const std::string &flag) {
   return n;
 }
 
-state::ProcessId process(const std::string &text) {
-  const auto space = text.find(' ');
-  if (space == std::string::npos)
-    throw Error("--creator " + quote(text) + " is not \"PID STARTTIME\"");
-  state::ProcessId p;
-  p.pid = number(text.substr(0, space), "--creator");
-  const std::string start = text.substr(space + 1);
-  auto [ptr, ec] = std::from_chars(start.data(), start.data() + start.size(), p.start_time);
-  if (ec != std::errc() || ptr != start.data() + start.size())
-    throw Error("--creator " + quote(text) + " is not \"PID STARTTIME\"");
-  return p;
-}
-
 int run(int argc, char **argv) {
   static const char *const flags[] = {"--listener", "--region",      "--watched", "--activity",  "--pid-file",
                                       "--state-dir", "--id",         "--creator", "--limits",    "--interval-ms",
@@ -83,8 +70,10 @@ int run(int argc, char **argv) {
   if (opt.count("--state-dir") || opt.count("--id") || opt.count("--creator")) {
     if (!opt.count("--state-dir") || !opt.count("--id") || !opt.count("--creator"))
       throw Error("--state-dir, --id and --creator go together");
-    const auto creator = process(opt["--creator"]);
-    setup.cleanup = [state_dir = opt["--state-dir"], id = opt["--id"], creator] {
+    const auto creator = state::parse_process_id(opt["--creator"]);
+    if (!creator)
+      throw Error("--creator " + quote(opt["--creator"]) + " is not \"PID STARTTIME\"");
+    setup.cleanup = [state_dir = opt["--state-dir"], id = opt["--id"], creator = *creator] {
       try {
         state::remove_container_dir(state_dir, id, creator);
       } catch (const Error &) {

@@ -122,7 +122,7 @@ void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, std
   const uint64_t tolerance =
       with_context("monitor.memory-tolerance", [&] { return sharing::parse_size(c.monitor_memory_tolerance); });
   std::vector<std::string> args{"--state-dir", fs::clean_path(c.state_dir), "--id", ctx.container_id, "--creator",
-                                std::to_string(creator->pid) + " " + std::to_string(creator->start_time),
+                                state::to_text(*creator),
                                 "--limits", dir.path + "/limits", "--interval-ms", std::to_string(c.monitor_interval_ms),
                                 "--action", c.monitor_action, "--tolerance", std::to_string(tolerance),
                                 "--nvml", c.monitor_nvml_path};

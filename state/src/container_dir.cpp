@@ -78,23 +78,20 @@ UniqueFd open_containers(const std::string &state_dir, bool create) {
   return cur;
 }
 
-std::string format(const ProcessId &p) { return std::to_string(p.pid) + " " + std::to_string(p.start_time) + "\n"; }
+std::string format(const ProcessId &p) { return to_text(p) + "\n"; }
 
 std::optional<ProcessId> read_record(int dir_fd, const char *name) {
   UniqueFd fd(::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   if (!fd)
     return std::nullopt;
   char buf[64];
-  ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
+  ssize_t n = ::read(fd.get(), buf, sizeof buf);
   if (n <= 0)
     return std::nullopt;
-  buf[n] = 0;
-  ProcessId p;
-  unsigned long long st = 0;
-  if (std::sscanf(buf, "%d %llu", &p.pid, &st) != 2 || p.pid <= 0)
-    return std::nullopt;
-  p.start_time = st;
-  return p;
+  std::string_view text(buf, static_cast<std::size_t>(n));
+  if (text.back() == '\n') // as format writes it
+    text.remove_suffix(1);
+  return parse_process_id(text);
 }
 
 void write_text(int dir_fd, const char *name, const std::string &text, const std::string &shown) {
@@ -211,6 +208,22 @@ std::optional<ProcessId> process_id(int pid) {
     return std::nullopt; // a zombie has ended
   ProcessId p{pid, 0};
   std::from_chars(fields[19].data(), fields[19].data() + fields[19].size(), p.start_time);
+  return p;
+}
+
+std::string to_text(const ProcessId &p) { return std::to_string(p.pid) + " " + std::to_string(p.start_time); }
+
+std::optional<ProcessId> parse_process_id(std::string_view text) {
+  const auto space = text.find(' ');
+  if (space == std::string_view::npos)
+    return std::nullopt;
+  ProcessId p;
+  const std::string_view pid = text.substr(0, space), start = text.substr(space + 1);
+  auto [pe, pec] = std::from_chars(pid.data(), pid.data() + pid.size(), p.pid);
+  auto [se, sec] = std::from_chars(start.data(), start.data() + start.size(), p.start_time);
+  if (pec != std::errc() || pe != pid.data() + pid.size() || p.pid <= 0 || sec != std::errc() ||
+      se != start.data() + start.size())
+    return std::nullopt;
   return p;
 }
 

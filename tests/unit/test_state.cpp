@@ -167,3 +167,11 @@ TEST_CASE("state dir: collect_stale removes what no runtime knows, temporaries i
   CHECK_FALSE(exists(state + "/containers/.new-" + std::to_string(dead) + "-x"));
   CHECK(collect_stale(t / "nothing-here").empty());
 }
+
+TEST_CASE("state: a process id as text, and back, exactly", "[state]") {
+  const ProcessId p{4242, 123456789012ull};
+  CHECK(to_text(p) == "4242 123456789012");
+  CHECK(parse_process_id(to_text(p)) == p);
+  for (const char *bad : {"", "4242", "4242 ", " 4242 1", "0 1", "-1 1", "4242 1 2", "4242 x", "4242 1\n", "x 1"})
+    CHECK_FALSE(parse_process_id(bad));
+}

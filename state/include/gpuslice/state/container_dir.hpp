@@ -53,6 +53,11 @@ struct ProcessId {
   bool operator==(const ProcessId &) const = default;
 };
 std::optional<ProcessId> process_id(int pid); // nullopt: no such process
+
+// A ProcessId as the records hold it and gpuslice-shim's --creator passes
+// it: "PID STARTTIME", and back (exactly that, a pid above 0; else nullopt).
+std::string to_text(const ProcessId &p);
+std::optional<ProcessId> parse_process_id(std::string_view text);
 bool process_alive(const ProcessId &p);
 
 // Creates <state_dir>/containers/<id>/ with `creator` set to the calling

@@ -38,10 +38,10 @@ void get(const toml::table &t, const char *key, std::string &out, const std::str
 
 void get(const toml::table &t, const char *key, bool &out, const std::string &table_name) {
   if (const auto *n = t.get(key)) {
-    auto v = n->value<bool>();
-    if (!v)
+    // Not value<bool>(): it takes 0 and 1 as well.
+    if (!n->is_boolean())
       throw Error(quote(table_name + "." + key) + " must be true or false at " + where(*n));
-    out = *v;
+    out = n->as_boolean()->get();
   }
 }
 
@@ -139,8 +139,9 @@ Config parse_config(const std::string &toml_text, const std::string &origin) {
         throw Error("monitor.action " + quote(c.monitor_action) + " is not one of log, kill, freeze");
     }
     if (const auto *t = sub(root, "admission")) {
-      reject_unknown(*t, "admission", {"max-containers-per-gpu"});
+      reject_unknown(*t, "admission", {"max-containers-per-gpu", "allow-memory-overcommit"});
       get(*t, "max-containers-per-gpu", c.max_containers_per_gpu, "admission", 0, 1000000);
+      get(*t, "allow-memory-overcommit", c.allow_memory_overcommit, "admission");
     }
     if (const auto *t = sub(root, "log")) {
       reject_unknown(*t, "log", {"level", "target", "directory"});

@@ -12,6 +12,11 @@
 // (BYTES a plain number: no size parsing here, which would pull locale and
 // libm code into every monitor.)
 //
+//   gpuslice-shim --query-gpus [--nvml LIBRARY]
+// prints "UUID MEMORY-BYTES" per GPU, from NVML, for gpuslice-runtime's
+// admission: gpuslice-runtime is static, and a static glibc program cannot
+// load NVML reliably. Exit 1 and the reason when NVML cannot say.
+//
 // When the container ends it removes <state-dir>/containers/<id>, if the
 // directory is still the one its creator made. With --limits it checks the
 // container's GPU memory against the driver's own accounting every
@@ -44,7 +49,27 @@ int number(const std::string &text, const std::string &flag) {
   return n;
 }
 
+int query_gpus(int argc, char **argv) {
+  std::string library = "libnvidia-ml.so.1";
+  if (argc == 4 && std::string_view(argv[2]) == "--nvml")
+    library = argv[3];
+  else if (argc != 2)
+    throw Error("usage: gpuslice-shim --query-gpus [--nvml LIBRARY]");
+  std::string why;
+  auto nvml = monitor::Nvml::load(library, why);
+  if (!nvml)
+    throw Error(why);
+  const auto gpus = nvml->devices();
+  if (gpus.empty())
+    throw Error("NVML (" + library + ") lists no GPU");
+  for (const auto &gpu : gpus)
+    std::printf("%s %llu\n", gpu.uuid.c_str(), static_cast<unsigned long long>(gpu.total));
+  return 0;
+}
+
 int run(int argc, char **argv) {
+  if (argc >= 2 && std::string_view(argv[1]) == "--query-gpus")
+    return query_gpus(argc, argv);
   static const char *const flags[] = {"--listener", "--region",      "--watched", "--activity",  "--pid-file",
                                       "--state-dir", "--id",         "--creator", "--limits",    "--interval-ms",
                                       "--action",    "--tolerance",  "--nvml",    "--log-file",  "--pod"};
@@ -94,6 +119,7 @@ int run(int argc, char **argv) {
         throw Error("--tolerance " + quote(t) + " is not a number of bytes");
     }
     e.container_id = opt["--id"];
+    setup.interval_ms = opt.count("--interval-ms") ? number(opt["--interval-ms"], "--interval-ms") : 1000;
     e.pod = opt["--pod"];
     if (opt.count("--state-dir") && opt.count("--id"))
       e.status_file = opt["--state-dir"] + "/containers/" + opt["--id"] + "/status";
@@ -110,7 +136,6 @@ int run(int argc, char **argv) {
       std::fprintf(log, "gpuslice-shim container %s: %s: GPU memory is enforced by the interposer alone\n",
                    e.container_id.c_str(), why.c_str());
     enforcer = std::make_unique<monitor::Enforcer>(std::move(e), std::move(nvml));
-    setup.interval_ms = opt.count("--interval-ms") ? number(opt["--interval-ms"], "--interval-ms") : 1000;
     setup.on_connect = [&](int pid) { enforcer->connected(pid); };
     setup.on_init = [&](int pid) { enforcer->init_started(pid); };
     setup.on_interval = [&, region = setup.region.get()] { enforcer->check(region); };
@@ -128,6 +153,6 @@ int main(int argc, char **argv) {
     return run(argc, argv);
   } catch (const gpuslice::Error &e) {
     std::fprintf(stderr, "gpuslice-shim: %s\n", e.what());
-    return 2;
+    return argc >= 2 && std::string_view(argv[1]) == "--query-gpus" ? 1 : 2;
   }
 }

@@ -56,15 +56,72 @@ std::optional<uint64_t> Enforcer::limit_for(const std::string &uuid) const {
   return exact ? exact : any;
 }
 
+namespace {
+
+// A JSON string (the pod's name comes from an annotation: escape it all).
+std::string json_string(const std::string &text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      static const char hex[] = "0123456789abcdef";
+      out += "\\u00";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+} // namespace
+
+std::string Enforcer::status_json() const {
+  std::string json = "{\"container\": " + json_string(setup_.container_id);
+  if (!setup_.pod.empty())
+    json += ", \"pod\": " + json_string(setup_.pod);
+  json += ", \"action\": " + json_string(setup_.action == Action::log    ? "log"
+                                          : setup_.action == Action::kill ? "kill"
+                                                                          : "freeze");
+  json += ", \"nvml\": " + std::string(nvml_ && cgroup_ ? "true" : "false");
+  json += ", \"breaches\": " + std::to_string(counts_.breaches) + ", \"killed\": " + std::to_string(counts_.killed) +
+          ", \"frozen\": " + std::to_string(counts_.frozen) + ", \"bypasses\": " + std::to_string(counts_.bypasses);
+  json += ", \"gpus\": {";
+  const char *sep = "";
+  for (const auto &[uuid, v] : view_) {
+    json += sep + json_string(uuid) + ": {";
+    std::string fields;
+    auto field = [&](const std::string &name, const std::string &value) {
+      fields += (fields.empty() ? "\"" : ", \"") + name + "\": " + value;
+    };
+    if (v.interposer_used)
+      field("used_interposer", std::to_string(*v.interposer_used));
+    if (v.nvml_used)
+      field("used_nvml", std::to_string(*v.nvml_used));
+    if (v.sm_percent)
+      field("sm_percent", std::to_string(*v.sm_percent));
+    std::string pids;
+    for (unsigned pid : v.pids)
+      pids += (pids.empty() ? "" : ", ") + std::to_string(pid);
+    field("processes", "[" + pids + "]");
+    json += fields + "}";
+    sep = ", ";
+  }
+  return json + "}}\n";
+}
+
 void Enforcer::write_status() {
   if (setup_.status_file.empty())
     return;
-  const std::string json = "{\"breaches\": " + std::to_string(counts_.breaches) +
-                           ", \"killed\": " + std::to_string(counts_.killed) +
-                           ", \"frozen\": " + std::to_string(counts_.frozen) +
-                           ", \"bypasses\": " + std::to_string(counts_.bypasses) + "}\n";
+  std::string json = status_json();
+  if (json == written_)
+    return;
   try {
     fs::write_file_atomic(setup_.status_file, json, 0644);
+    written_ = std::move(json);
   } catch (const Error &) {
     // the container's state dir is gone: it is ending
   }
@@ -111,27 +168,20 @@ void Enforcer::act(const std::string &uuid, uint64_t used, uint64_t limit, std::
   }
 }
 
-void Enforcer::check(int region_fd) {
-  try {
-    sharing::reclaim_dead_slots(region_fd);
-  } catch (const Error &) {
-    // an overwritten region: its processes refuse their charges
+std::optional<int> Enforcer::share_for(const std::string &uuid) const {
+  std::optional<int> any, exact;
+  for (const auto &d : setup_.limits.devices) {
+    if (!d.compute || !d.policy || *d.policy == sharing::Policy::native)
+      continue;
+    if (d.key == uuid)
+      exact = d.compute;
+    else if (d.key == "*")
+      any = d.compute;
   }
-  if (!nvml_ || !cgroup_)
-    return;
-  tick_++;
-  std::vector<GpuProcesses> gpus;
-  try {
-    gpus = nvml_->processes();
-  } catch (const Error &e) {
-    if (!nvml_error_said_)
-      say("cannot read the driver's process list: " + e.message());
-    nvml_error_said_ = true;
-    return;
-  }
-  const std::vector<int> mine = cgroup_processes(*cgroup_);
-  const std::set<unsigned> members(mine.begin(), mine.end());
-  bool changed = false;
+  return exact ? exact : any;
+}
+
+void Enforcer::enforce_memory(const std::vector<GpuProcesses> &gpus, const std::set<unsigned> &members) {
   for (const auto &gpu : gpus) {
     std::map<unsigned, uint64_t> usage;
     uint64_t used = 0;
@@ -148,12 +198,17 @@ void Enforcer::check(int region_fd) {
       before = p.used;
       if (!connected_.count(static_cast<int>(p.pid)) && bypass_said_.insert(p.pid).second) {
         counts_.bypasses++;
-        changed = true;
         say("pid " + std::to_string(p.pid) + " uses " + std::to_string(p.used) + " bytes on GPU " + gpu.uuid +
             " without the interposer (it never took the container's region): a bypass");
       }
     }
     const auto limit = limit_for(gpu.uuid);
+    if (!usage.empty() || limit || share_for(gpu.uuid)) {
+      GpuView &v = view_[gpu.uuid];
+      v.nvml_used = used;
+      for (const auto &[pid, bytes] : usage)
+        v.pids.insert(pid);
+    }
     const bool over = limit && used > *limit + setup_.tolerance;
     const bool was_over = over_.count(gpu.uuid) > 0;
     if (!over) {
@@ -164,11 +219,82 @@ void Enforcer::check(int region_fd) {
     // kill acts at every check while over; log and freeze once per breach
     if (setup_.action == Action::kill || !was_over) {
       act(gpu.uuid, used, *limit, usage);
-      changed = true;
     }
   }
-  if (changed)
-    write_status();
+}
+
+void Enforcer::report_compute(const std::set<unsigned> &members) {
+  for (auto &[uuid, v] : view_) {
+    const auto share = share_for(uuid);
+    if (!share)
+      continue;
+    // NVML may give several samples of one process since the last look:
+    // each process counts with its mean.
+    std::map<unsigned, std::pair<unsigned, unsigned>> per_pid; // pid -> (sum, samples)
+    for (const auto &u : nvml_->utilization(uuid, &last_sample_us_[uuid]))
+      if (members.count(u.pid)) {
+        per_pid[u.pid].first += u.sm;
+        per_pid[u.pid].second++;
+      }
+    unsigned now = 0;
+    for (const auto &[pid, sum] : per_pid)
+      now += sum.first / sum.second;
+    auto &window = sm_window_[uuid];
+    window.push_back(std::min(now, 100u));
+    if (window.size() > std::max(1u, setup_.window))
+      window.erase(window.begin());
+    unsigned total = 0;
+    for (unsigned w : window)
+      total += w;
+    const unsigned mean = (total + static_cast<unsigned>(window.size()) / 2) / static_cast<unsigned>(window.size());
+    v.sm_percent = mean;
+    if (window.size() >= std::max(1u, setup_.window) && static_cast<int>(mean) > *share + 10) {
+      if (compute_over_said_.insert(uuid).second)
+        say("GPU " + uuid + ": its processes used " + std::to_string(mean) + "% of the SMs over the last " +
+            std::to_string(window.size()) + " intervals, share " + std::to_string(*share) +
+            "% (reported only: the interposer throttles the container's launches)");
+    } else if (static_cast<int>(mean) <= *share) {
+      compute_over_said_.erase(uuid);
+    }
+  }
+}
+
+void Enforcer::check(int region_fd) {
+  try {
+    sharing::reclaim_dead_slots(region_fd);
+  } catch (const Error &) {
+    // an overwritten region: its processes refuse their charges
+  }
+  // The interposer's view, for the status file (the tenant writes it:
+  // reported, never trusted to decide anything).
+  std::map<std::string, GpuView> previous = std::move(view_);
+  view_.clear();
+  try {
+    for (const auto &d : sharing::read_region(region_fd).devices)
+      view_[sharing::uuid_text(d.uuid)].interposer_used = d.used;
+  } catch (const Error &) {
+  }
+  if (nvml_ && cgroup_) {
+    tick_++;
+    try {
+      const std::vector<GpuProcesses> gpus = nvml_->processes();
+      const std::vector<int> mine = cgroup_processes(*cgroup_);
+      const std::set<unsigned> members(mine.begin(), mine.end());
+      enforce_memory(gpus, members);
+      report_compute(members);
+    } catch (const Error &e) {
+      if (!nvml_error_said_)
+        say("cannot read the driver's accounting: " + e.message());
+      nvml_error_said_ = true;
+      // keep what NVML said last rather than report nothing
+      for (auto &[uuid, v] : previous) {
+        view_[uuid].nvml_used = v.nvml_used;
+        view_[uuid].sm_percent = v.sm_percent;
+        view_[uuid].pids = v.pids;
+      }
+    }
+  }
+  write_status();
 }
 
 } // namespace gpuslice::monitor

@@ -10,7 +10,12 @@
 // A process the driver sees that never took the region is a bypass (a
 // static binary, a loader trick): logged once, whatever the action. Every
 // action is one log line (container, pod, pid, GPU, used, limit) and is
-// counted in the status file (<state dir>/status, JSON).
+// counted in the status file (<state dir>/status, JSON, rewritten when
+// something in it changes; `gpuslice inspect` reads it, docs/inspect.md).
+// The compute share is reported, not enforced (the interposer throttles
+// launches): the SM utilization NVML samples for the container's processes,
+// averaged over the last `window` intervals (10), goes into the status file, and
+// one line is logged when it stays more than 10 points over the share.
 #pragma once
 
 #include "cgroup.hpp"
@@ -25,6 +30,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace gpuslice::monitor {
 
@@ -38,6 +44,7 @@ struct EnforcerSetup {
   std::string container_id, pod; // pod: "namespace/name", or empty
   std::string status_file;       // empty: none
   FILE *log = nullptr;           // where the lines go (not owned)
+  unsigned window = 10;          // intervals the compute report averages over
 };
 
 struct Counts {
@@ -55,8 +62,22 @@ public:
 
   const Counts &counts() const { return counts_; }
 
+  // Per GPU (UUID): what the status file reports of it.
+  struct GpuView {
+    std::optional<uint64_t> nvml_used, interposer_used;
+    std::optional<unsigned> sm_percent; // averaged over the window
+    std::set<unsigned> pids;
+  };
+  const std::map<std::string, GpuView> &gpus() const { return view_; }
+
+  // The status file's text (one JSON object; docs/inspect.md).
+  std::string status_json() const;
+
 private:
   void say(const std::string &line);
+  void enforce_memory(const std::vector<GpuProcesses> &gpus, const std::set<unsigned> &members);
+  void report_compute(const std::set<unsigned> &members);
+  std::optional<int> share_for(const std::string &uuid) const;
   void act(const std::string &uuid, uint64_t used, uint64_t limit, std::map<unsigned, uint64_t> usage);
   void write_status();
   std::optional<uint64_t> limit_for(const std::string &uuid) const;
@@ -73,6 +94,11 @@ private:
   bool frozen_ = false;
   bool nvml_error_said_ = false;
   Counts counts_;
+  std::map<std::string, GpuView> view_;
+  std::map<std::string, unsigned long long> last_sample_us_; // per GPU: NVML's utilization samples seen
+  std::map<std::string, std::vector<unsigned>> sm_window_;    // per GPU: the last `window` intervals' sums
+  std::set<std::string> compute_over_said_;
+  std::string written_; // the status file as last written
 };
 
 } // namespace gpuslice::monitor

@@ -21,6 +21,18 @@ struct GpuProcesses {
   std::vector<GpuProcess> processes;
 };
 
+struct GpuInfo {
+  unsigned index = 0;
+  std::string uuid, model;
+  uint64_t total = 0, used = 0; // bytes of device memory
+};
+
+// One process's share of a GPU's SMs (percent) over the last sample period.
+struct ProcessUtilization {
+  unsigned pid = 0;
+  unsigned sm = 0;
+};
+
 class Nvml {
 public:
   // nullptr when the library cannot be loaded or initialised; `why` says why.
@@ -31,6 +43,12 @@ public:
 
   // Every GPU and the processes using it. Throws Error naming the call.
   std::vector<GpuProcesses> processes() const;
+  // Every GPU: its UUID, model and memory. Throws Error naming the call.
+  std::vector<GpuInfo> devices() const;
+  // Per-process SM utilization samples of the GPU `uuid` newer than
+  // `*last_seen_us`, which moves to the newest; empty when none (or the
+  // driver keeps none for this GPU). Throws Error naming the call.
+  std::vector<ProcessUtilization> utilization(const std::string &uuid, unsigned long long *last_seen_us) const;
 
   struct Api;
 

@@ -50,6 +50,16 @@ void add_gpuslice_hooks(cdi::OciSpec &oci, const Config &config, const std::stri
   }
 }
 
+std::string shim_program(const Config &config) {
+  if (!config.shim_path.empty())
+    return config.shim_path;
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0)
+    throw system_error("cannot find gpuslice-shim beside this program (/proc/self/exe)");
+  return fs::dirname(std::string_view(self, static_cast<std::size_t>(n))) + "/gpuslice-shim";
+}
+
 namespace {
 
 void write_in(int dir_fd, const std::string &name, const std::string &text, mode_t mode, const std::string &shown,
@@ -59,17 +69,6 @@ void write_in(int dir_fd, const std::string &name, const std::string &text, mode
       ::fchmod(f.get(), mode) != 0)
     throw system_error("cannot write " + quote(shown + "/" + name));
   labeler.label_fd(f.get(), selinux::Share::private_read_only, shown + "/" + name);
-}
-
-// runtime.shim-path, or gpuslice-shim beside this very program.
-std::string shim_program(const Config &config) {
-  if (!config.shim_path.empty())
-    return config.shim_path;
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0)
-    throw system_error("cannot find gpuslice-shim beside this program (/proc/self/exe)");
-  return fs::dirname(std::string_view(self, static_cast<std::size_t>(n))) + "/gpuslice-shim";
 }
 
 // "namespace/name" of the pod, from the annotations kubelet's runtime sets
@@ -146,7 +145,8 @@ void commit(CreateContext &ctx, std::string &pid_file, const std::string &config
   // this one, nor hold a place on a GPU.
   state::collect_stale(ctx.config.state_dir);
   if (ctx.plan.limits)
-    admit(*ctx.plan.limits, ctx.config);
+    admit(*ctx.plan.limits, ctx.config,
+          [&](std::string &why) { return node_gpu_memory(ctx.config, why); }, ctx.warnings);
   const state::ContainerDir dir = state::create_container_dir(ctx.config.state_dir, ctx.container_id);
   try {
     ctx.plan.labeler.label_fd(dir.fd.get(), selinux::Share::private_file, dir.path);
@@ -192,7 +192,7 @@ BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const st
     refuse_limits_not_claimed(spec.json());
 
   CreateContext ctx{spec, config, config_file, request.container_id,
-                    fs::clean_path(config.state_dir) + "/containers/" + request.container_id, std::string(), {}};
+                    fs::clean_path(config.state_dir) + "/containers/" + request.container_id, std::string(), {}, {}};
   Modifiers modifiers;
   modifiers.push_back(exec_env_modifier(edits.env));
   modifiers.push_back(cdi_edits_modifier(std::move(edits)));
@@ -206,6 +206,7 @@ BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const st
   for (const auto &m : modifiers)
     m->modify(ctx);
   commit(ctx, request.pid_file, path);
+  edit.warnings.insert(edit.warnings.end(), ctx.warnings.begin(), ctx.warnings.end());
   edit.written = true;
   edit.shared = ctx.plan.monitor;
   edit.devices = std::move(requests.devices);

@@ -13,8 +13,9 @@
  *    the per-thread-stream flag as the real driver does;
  *  - the kernel driver's per-process accounting, which NVML reads from any
  *    process of the node: where FAKECUDA_PROCESS_DIR exists, a process
- *    holding device memory keeps a file there with its usage per device,
- *    open for as long as it lives (fake_nvml.c finds its pid through /proc).
+ *    holding device memory keeps a file there with its usage per device and
+ *    the time its kernels ran, open for as long as it lives (fake_nvml.c
+ *    finds its pid through /proc).
  * Linked with -Bsymbolic: its own table must not resolve to the interposer.
  */
 #define _GNU_SOURCE
@@ -77,9 +78,20 @@ static void account(void) {
     if (acct_fd < 0) acct_fd = -2;
   }
   if (acct_fd >= 0) {
-    uint64_t snap[FAKE_MAX_DEVICES];
+    uint64_t snap[FAKE_MAX_DEVICES + 1];
     for (int i = 0; i < FAKE_MAX_DEVICES; i++) snap[i] = atomic_load(&g.used[i]);
+    snap[FAKE_MAX_DEVICES] = fakecuda_busy_ns();
     ssize_t w = pwrite(acct_fd, snap, sizeof snap, 0);
+    (void)w;
+  }
+  pthread_mutex_unlock(&acct_mu);
+}
+
+void fakecuda_account_busy(void) {
+  pthread_mutex_lock(&acct_mu);
+  if (acct_fd >= 0) {
+    uint64_t busy = fakecuda_busy_ns();
+    ssize_t w = pwrite(acct_fd, &busy, sizeof busy, FAKE_MAX_DEVICES * sizeof(uint64_t));
     (void)w;
   }
   pthread_mutex_unlock(&acct_mu);

@@ -125,6 +125,7 @@ static void *worker(void *arg) {
       ch.head++;
       pthread_cond_broadcast(&ch.cv);
     }
+    fakecuda_account_busy();
     int more = ch.head != ch.tail, handed = 0;
     if (ch.lock_fd >= 0 && !ch.reserved) {
       /* free from the end of our last item on the timeline, even if this

@@ -9,7 +9,7 @@
  * (the kernel driver's per-process accounting); nothing when it is missing.
  * Tests make it and bind-mount it into containers at the same path. */
 #define FAKECUDA_PROCESS_DIR "/run/fake-nvidia-driver/processes"
-#define FAKECUDA_MAX_DEVICES 8 /* the file: uint64_t used[FAKECUDA_MAX_DEVICES] */
+#define FAKECUDA_MAX_DEVICES 8 /* the file: uint64_t used[FAKECUDA_MAX_DEVICES], busy_ns */
 
 uint64_t fake_now_ns(void);
 CUresult fake_check_ctx(void);
@@ -19,6 +19,7 @@ void fakecuda_uuid(int dev, CUuuid *u);
 uint64_t fakecuda_device_used(int dev);
 uint64_t fakecuda_device_total(int dev);
 uint64_t fakecuda_busy_ns(void);
+void fakecuda_account_busy(void); /* the accounting file's busy_ns, now */
 
 /* Variants not in gpuslice/cuda_api.h (the interposer does not wrap them). */
 CUresult cuStreamSynchronize_ptsz(CUstream s);

@@ -1,8 +1,9 @@
 /* A fake libnvidia-ml.so.1 backed by the fake driver's state: memory info
  * (total per FAKE_CUDA_MEMORY, used = what the fake driver has handed out in
  * this process), running processes and utilization (share of wall time the
- * fake GPU spent in this process's kernels since the previous query). Real
- * signatures and return codes.
+ * fake GPU spent in this process's kernels since the previous query), per
+ * process utilization samples and the device's name. Real signatures and
+ * return codes.
  *
  * Running processes are the node's, as the real NVML reports them, where the
  * fake driver's accounting directory exists (FAKECUDA_PROCESS_DIR: each
@@ -14,6 +15,8 @@
 #include "fake_cuda_internal.h"
 
 #include <dirent.h>
+#include <pthread.h>
+#include <time.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -143,12 +146,18 @@ static unsigned holder_of(dev_t dev, ino_t ino) {
   return found;
 }
 
-/* The node's processes using device `index`, from the driver's accounting
- * directory; -1 when there is none. */
-static int node_processes(int index, unsigned *count, nvmlProcessInfo_t *infos) {
+/* One process's entry in the driver's accounting directory. */
+struct node_process {
+  unsigned pid;
+  uint64_t used[FAKECUDA_MAX_DEVICES];
+  uint64_t busy_ns, born_ns; /* its kernels' time; when it first held memory (monotonic) */
+};
+
+/* Calls `each` for the node's live processes that use device `index`, from
+ * the driver's accounting directory; -1 when there is none. */
+static int for_node_processes(int index, void (*each)(const struct node_process *, void *), void *arg) {
   DIR *d = opendir(FAKECUDA_PROCESS_DIR);
   if (!d) return -1;
-  unsigned n = 0, room = *count;
   struct dirent *e;
   while ((e = readdir(d))) {
     if (e->d_name[0] == '.') continue;
@@ -156,24 +165,49 @@ static int node_processes(int index, unsigned *count, nvmlProcessInfo_t *infos) 
     snprintf(path, sizeof path, "%s/%s", FAKECUDA_PROCESS_DIR, e->d_name);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) continue;
-    uint64_t used[FAKECUDA_MAX_DEVICES] = {0};
+    uint64_t file[FAKECUDA_MAX_DEVICES + 1] = {0};
     struct stat st;
-    int ok = pread(fd, used, sizeof used, 0) == (ssize_t)sizeof used && raw_fstat(fd, &st) == 0;
+    ssize_t got = pread(fd, file, sizeof file, 0);
+    int ok = got >= (ssize_t)(FAKECUDA_MAX_DEVICES * sizeof(uint64_t)) && raw_fstat(fd, &st) == 0;
     close(fd);
-    if (!ok || used[index] == 0) continue;
-    unsigned pid = holder_of(st.st_dev, st.st_ino);
-    if (!pid) continue; /* its process is gone: the driver has freed its memory */
-    if (infos && n < room) {
-      infos[n].pid = pid;
-      infos[n].usedGpuMemory = used[index];
-      infos[n].gpuInstanceId = 0xffffffffu;
-      infos[n].computeInstanceId = 0xffffffffu;
-    }
-    n++;
+    if (!ok || file[index] == 0) continue;
+    struct node_process p;
+    p.pid = holder_of(st.st_dev, st.st_ino);
+    if (!p.pid) continue; /* its process is gone: the driver has freed its memory */
+    memcpy(p.used, file, sizeof p.used);
+    p.busy_ns = file[FAKECUDA_MAX_DEVICES];
+    const char *dash = strchr(e->d_name, '-'); /* "PID-BORNHEX" */
+    p.born_ns = dash ? strtoull(dash + 1, NULL, 16) : 0;
+    each(&p, arg);
   }
   closedir(d);
-  *count = n;
-  return n > room ? 1 : 0;
+  return 0;
+}
+
+struct process_list {
+  int index;
+  unsigned n, room;
+  nvmlProcessInfo_t *infos;
+};
+
+static void list_process(const struct node_process *p, void *arg) {
+  struct process_list *l = arg;
+  if (l->infos && l->n < l->room) {
+    l->infos[l->n].pid = p->pid;
+    l->infos[l->n].usedGpuMemory = p->used[l->index];
+    l->infos[l->n].gpuInstanceId = 0xffffffffu;
+    l->infos[l->n].computeInstanceId = 0xffffffffu;
+  }
+  l->n++;
+}
+
+/* The node's processes using device `index`; -1 when there is no
+ * accounting directory, 1 when they do not fit in *count. */
+static int node_processes(int index, unsigned *count, nvmlProcessInfo_t *infos) {
+  struct process_list l = {index, 0, *count, infos};
+  if (for_node_processes(index, list_process, &l) < 0) return -1;
+  *count = l.n;
+  return l.n > l.room ? 1 : 0;
 }
 
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned int *count, nvmlProcessInfo_t *infos) {
@@ -195,5 +229,87 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned in
     infos[0].gpuInstanceId = 0xffffffffu;
     infos[0].computeInstanceId = 0xffffffffu;
   }
+  return NVML_SUCCESS;
+}
+
+/* Per-process utilization: one sample per process using the device, its
+ * SM share of the time since the previous sample this library took of it
+ * (or since it first held memory). Like the real driver: a NULL buffer
+ * asks for the count (NVML_ERROR_INSUFFICIENT_SIZE), no sample newer than
+ * lastSeenTimeStamp is NVML_ERROR_NOT_FOUND. */
+#define MAX_SEEN 256
+static struct { unsigned pid; uint64_t busy_ns, at_ns; } seen[MAX_SEEN];
+static pthread_mutex_t seen_mu = PTHREAD_MUTEX_INITIALIZER;
+
+struct sample_list {
+  unsigned n, room;
+  nvmlProcessUtilizationSample_t *out;
+  unsigned long long now_us;
+  uint64_t now_ns;
+};
+
+static void sample_process(const struct node_process *p, void *arg) {
+  struct sample_list *l = arg;
+  if (l->out && l->n < l->room) {
+    uint64_t busy_before = 0, since = p->born_ns;
+    int slot = -1;
+    for (int i = 0; i < MAX_SEEN; i++) {
+      if (seen[i].pid == p->pid) {
+        slot = i;
+        break;
+      }
+      if (slot < 0 && seen[i].pid == 0) slot = i;
+    }
+    if (slot >= 0 && seen[slot].pid == p->pid && seen[slot].at_ns >= p->born_ns) {
+      busy_before = seen[slot].busy_ns;
+      since = seen[slot].at_ns;
+    }
+    uint64_t dt = l->now_ns > since ? l->now_ns - since : 0;
+    uint64_t busy = p->busy_ns > busy_before ? p->busy_ns - busy_before : 0;
+    unsigned sm = dt ? (unsigned)(busy * 100 / dt) : 0;
+    nvmlProcessUtilizationSample_t *s = &l->out[l->n];
+    s->pid = p->pid;
+    s->timeStamp = l->now_us;
+    s->smUtil = sm > 100 ? 100 : sm;
+    s->memUtil = s->encUtil = s->decUtil = 0;
+    if (slot >= 0) {
+      seen[slot].pid = p->pid;
+      seen[slot].busy_ns = p->busy_ns;
+      seen[slot].at_ns = l->now_ns;
+    }
+  }
+  l->n++;
+}
+
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, nvmlProcessUtilizationSample_t *utilization,
+                                             unsigned int *processSamplesCount, unsigned long long lastSeenTimeStamp) {
+  NEED_INIT();
+  CHECK_DEVICE(d);
+  if (!processSamplesCount) return NVML_ERROR_INVALID_ARGUMENT;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  struct sample_list l = {0, utilization ? *processSamplesCount : 0, utilization,
+                          (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000,
+                          fake_now_ns()};
+  if (lastSeenTimeStamp >= l.now_us) return NVML_ERROR_NOT_FOUND;
+  pthread_mutex_lock(&seen_mu);
+  int r = for_node_processes(d->index, sample_process, &l);
+  pthread_mutex_unlock(&seen_mu);
+  if (r < 0) return NVML_ERROR_NOT_SUPPORTED; /* no per-process accounting to sample */
+  if (!utilization || l.n > l.room) {
+    *processSamplesCount = l.n;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  *processSamplesCount = l.n;
+  return l.n ? NVML_SUCCESS : NVML_ERROR_NOT_FOUND;
+}
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned int length) {
+  NEED_INIT();
+  CHECK_DEVICE(d);
+  if (!name) return NVML_ERROR_INVALID_ARGUMENT;
+  const char *model = "Fake GPU (gpuslice tests)";
+  if (length < strlen(model) + 1) return NVML_ERROR_INSUFFICIENT_SIZE;
+  memcpy(name, model, strlen(model) + 1);
   return NVML_SUCCESS;
 }

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import ocitest
-from conftest import KIND, built
+from conftest import FAKE_UUID0, KIND, built
 
 DRIVER_DIR = Path("/run/fake-nvidia-driver")
 
@@ -147,4 +147,35 @@ def test_freeze_stops_the_whole_container(sharing_runtime, test_tmp, spec_templa
         v2 = Path("/sys/fs/cgroup") / cgroup[""].lstrip("/")
         assert (v2 / "cgroup.freeze").read_text().strip() == "1"
         (v2 / "cgroup.freeze").write_text("0")
+    rt.delete(cid, force=True)
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
+def test_status_reports_usage_and_the_compute_share(sharing_runtime, test_tmp, spec_template, bypass_rootfs,
+                                                    driver_accounting, cid):
+    """A burst slice (30%) alone on the GPU is not throttled: the status file
+    shows both views of its memory and its SM use from NVML's samples, and
+    the log says once that it ran over its share (reported, not enforced)."""
+    rt, state, log = monitored(sharing_runtime, test_tmp, "kill")
+    ocitest.copy_with_libs(built("GPUSLICE_SHARE_TEST"), bypass_rootfs, "/bin/share_test")
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, bypass_rootfs)
+    bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=burst")  # 256 MiB, compute 30, burst
+    bundle.shell("/bin/share_test kernel 4 16")
+    bundle.write()
+    rt.create(bundle, cid)
+    rt.start(cid)
+    path = state / "containers" / cid / "status"
+
+    def busy_status():
+        status = json.loads(text(path) or "{}")
+        gpu = status.get("gpus", {}).get(FAKE_UUID0, {})
+        return status if gpu.get("sm_percent", 0) > 40 and gpu.get("used_nvml") == 16 << 20 else None
+    status = wait_for(busy_status)
+    assert status, text(path)
+    gpu = status["gpus"][FAKE_UUID0]
+    assert gpu["used_interposer"] == 16 << 20 and gpu["sm_percent"] <= 100, status
+    assert len(gpu["processes"]) == 1 and status["container"] == cid and status["killed"] == 0, status
+    assert wait_for(lambda: "of the SMs over the last 10 intervals, share 30% (reported only" in text(log)), text(log)
+    assert "killed" not in text(log)
     rt.delete(cid, force=True)

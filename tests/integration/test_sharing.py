@@ -9,6 +9,7 @@ container with a device that carries no limit gets the whole (fake) 1 GiB.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -333,6 +334,43 @@ def test_admission_cap_under_concurrent_creates(sharing_runtime, test_tmp, spec_
     assert not gone.exists()
     rt.create(bundles[loser], f"cap-{loser}")
     assert (state / "containers" / f"cap-{loser}" / "limits").exists()
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
+def test_memory_limits_may_not_add_up_past_the_gpu(sharing_runtime, test_tmp, spec_template, glibc_rootfs):
+    """The GPU's memory from (the fake) NVML through gpuslice-shim: 16 GiB.
+    Two 6 GiB slices fit, the third is refused naming the GPU, its memory
+    and the sum; with allow-memory-overcommit it is created."""
+    rt, state = sharing_runtime
+    conf = test_tmp / "gpuslice.toml"
+    base = conf.read_text() + f'\n[monitor]\nnvml-path = "{built("GPUSLICE_FAKE_NVML")}"\n'
+    conf.write_text(base)
+    spec_file = test_tmp / "cdi" / "fake-driver.json"
+    spec = json.loads(spec_file.read_text())
+    spec["devices"].append({"name": "big", "containerEdits": {
+        "env": [f"GPUSLICE_GPU_UUID={FAKE_UUID0}", "GPUSLICE_MEMORY_LIMIT=6Gi"],
+        "deviceNodes": spec["devices"][0]["containerEdits"]["deviceNodes"]}})
+    spec_file.write_text(json.dumps(spec))
+    bundles = []
+    for i in range(3):
+        bundle = ocitest.Bundle(test_tmp / f"big{i}", spec_template, glibc_rootfs)
+        bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=big")
+        bundle.shell("sleep 60")
+        bundle.write()
+        bundles.append(bundle)
+    rt.create(bundles[0], "big-0")
+    rt.create(bundles[1], "big-1")
+    assert (state / "gpu-memory").read_text() == f"{FAKE_UUID0} 17179869184\n"
+    p = rt.create(bundles[2], "big-2", check=False)
+    assert p.returncode != 0
+    assert (f"GPU {FAKE_UUID0} has 16 GiB of memory, and with this container's 6 GiB the memory limits of its "
+            "containers would add up to 18 GiB (admission.allow-memory-overcommit = false)") in p.stderr, p.stderr
+    assert not (state / "containers" / "big-2").exists()
+    conf.write_text(base + "\n[admission]\nallow-memory-overcommit = true\n")
+    rt.create(bundles[2], "big-2")
+    for i in range(3):
+        rt.delete(f"big-{i}", force=True)
 
 
 # --------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 /* A compute-bound loop on the fake GPU: launches 1 ms spin kernels through one
  * launch API as fast as the GPU takes them and prints the share of wall time
  * its kernels ran on the GPU, measured after a warm-up:
- *   share_test API SECONDS   (API: kernel kernel_ptsz ex ex_ptsz coop coop_ptsz graph graph_ptsz)
- * prints "share 29.7".
+ *   share_test API SECONDS [MIB]   (API: kernel kernel_ptsz ex ex_ptsz coop coop_ptsz graph graph_ptsz)
+ * prints "share 29.7". With MIB it holds that much device memory meanwhile,
+ * as a real context does: the driver (and NVML) then lists the process.
  */
 #define _GNU_SOURCE
 #include "gpuslice/cuda_api.h"
@@ -21,7 +22,7 @@ static uint64_t now_ns(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) return fprintf(stderr, "usage: share_test API SECONDS\n"), 1;
+  if (argc != 3 && argc != 4) return fprintf(stderr, "usage: share_test API SECONDS [MIB]\n"), 1;
   const char *api = argv[1];
   uint64_t run_ns = (uint64_t)(atof(argv[2]) * 1e9), warm_ns = run_ns / 4;
   CUcontext ctx;
@@ -30,6 +31,9 @@ int main(int argc, char **argv) {
   if (cuInit(0) || cuDevicePrimaryCtxRetain(&ctx, 0) || cuCtxSetCurrent(ctx) || cuModuleLoadData(&mod, "spin") ||
       cuModuleGetFunction(&f, mod, "spin"))
     return fprintf(stderr, "share_test: no context\n"), 1;
+  CUdeviceptr held = 0;
+  if (argc == 4 && cuMemAlloc_v2(&held, (size_t)atoi(argv[3]) << 20))
+    return fprintf(stderr, "share_test: cannot allocate %s MiB\n", argv[3]), 1;
   uint64_t kernel_ns = 1000000;
   void *params[] = {&kernel_ns};
   CUlaunchConfig cfg;

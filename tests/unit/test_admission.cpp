@@ -51,9 +51,16 @@ struct Node {
         "annotations": {"cdi.k8s.io/x": ")" + devices + R"("}})");
     ::mkdir((t / (id + "/rootfs")).c_str(), 0755);
     CreateRequest request{t / id, id, ""};
-    prepare_bundle(request, config, kDefaultConfigPath);
+    warnings = prepare_bundle(request, config, kDefaultConfigPath).warnings;
   }
-  std::map<std::string, int> count() const { return containers_per_gpu(config.state_dir); }
+  std::map<std::string, int> count() const {
+    std::map<std::string, int> n;
+    for (const auto &[gpu, load] : load_per_gpu(config.state_dir))
+      n[gpu] = load.containers;
+    return n;
+  }
+  std::vector<std::string> warnings; // of the last create
+
 };
 
 } // namespace
@@ -186,4 +193,70 @@ TEST_CASE("admission: concurrent creates against the last place: exactly one get
   }
   CHECK(refused == kCreates - 1);
   CHECK(admitted == 1);
+}
+
+TEST_CASE("admission: the memory limits of a GPU's containers may not add up to more than it has",
+          "[shim][admission]") {
+  Node n;
+  n.config.max_containers_per_gpu = 0;
+  // What gpuslice-shim --query-gpus wrote at the first create since boot.
+  n.t.write("state/gpu-memory", kGpuA + " 3221225472\n" + kGpuB + " 1610612736\n"); // 3 GiB, 1.5 GiB
+  n.create("c1", "v.com/gpu=a");
+  n.create("c2", "v.com/gpu=a,v.com/gpu=b");
+  n.create("c3", "v.com/gpu=a");
+  CHECK(load_per_gpu(n.config.state_dir).at(kGpuA) == GpuLoad{3, 3ull << 30});
+  CHECK(n.warnings.empty());
+  CHECK_THROWS_WITH(n.create("c4", "v.com/gpu=a"),
+                    "GPU " + kGpuA + " has 3 GiB of memory, and with this container's 1 GiB the memory limits of its "
+                    "containers would add up to 4 GiB (admission.allow-memory-overcommit = false)");
+  CHECK_THROWS_WITH(n.create("c5", "v.com/gpu=b"), Catch::Contains("add up to 2 GiB"));
+  CHECK(::access((n.t / "state/containers/c4").c_str(), F_OK) != 0);
+
+  SECTION("allowed: admitted") {
+    n.config.allow_memory_overcommit = true;
+    n.create("c4", "v.com/gpu=a");
+  }
+  SECTION("an ended container gives its memory back") {
+    state::remove_container_dir(n.config.state_dir, "c1");
+    n.create("c4", "v.com/gpu=a");
+  }
+  SECTION("devices that name no GPU: on a node with several, not checked, and said") {
+    n.create("u1", "v.com/gpu=unnamed");
+    n.create("u2", "v.com/gpu=unnamed");
+    n.create("u3", "v.com/gpu=unnamed");
+    n.create("u4", "v.com/gpu=unnamed");
+    REQUIRE(n.warnings.size() == 1);
+    CHECK_THAT(n.warnings[0], Catch::Contains("cannot tell which of the node's 2 GPUs"));
+  }
+}
+
+TEST_CASE("admission: on a node with one GPU, devices that name none are on it", "[shim][admission]") {
+  Node n;
+  n.t.write("state/gpu-memory", kGpuA + " 2147483648\n");
+  n.create("u1", "v.com/gpu=unnamed");
+  n.create("c1", "v.com/gpu=a");
+  CHECK_THROWS_WITH(n.create("u2", "v.com/gpu=unnamed"), Catch::Contains("GPU " + kGpuA + " has 2 GiB of memory"));
+}
+
+TEST_CASE("admission: the GPUs' memory comes from NVML through gpuslice-shim, once", "[shim][admission]") {
+  Node n;
+  n.config.max_containers_per_gpu = 0;
+  SECTION("no NVML: admitted, and the reason said") {
+    n.config.monitor_nvml_path = n.t / "no-such-libnvidia-ml.so.1";
+    n.create("c1", "v.com/gpu=a");
+    REQUIRE(n.warnings.size() == 1);
+    CHECK_THAT(n.warnings[0], Catch::StartsWith("cannot tell whether the memory limits of a GPU's containers fit in "
+                                                "its memory (admission.allow-memory-overcommit = false): gpuslice-shim: cannot load"));
+    CHECK(::access((n.t / "state/gpu-memory").c_str(), F_OK) != 0); // asked again next time
+  }
+  SECTION("the fake NVML: one GPU of 16 GiB, kept for the next creates") {
+    n.config.monitor_nvml_path = GPUSLICE_FAKE_NVML;
+    n.create("u1", "v.com/gpu=unnamed");
+    CHECK(n.warnings.empty());
+    const std::string cached = fs::read_file(n.t / "state/gpu-memory", 4096);
+    CHECK(cached == "GPU-facea2a3-a4a5-a6a7-a8a9-aaabacadae00 17179869184\n");
+    n.config.monitor_nvml_path = n.t / "gone"; // not asked again
+    n.create("u2", "v.com/gpu=unnamed");
+    CHECK(n.warnings.empty());
+  }
 }

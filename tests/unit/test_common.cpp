@@ -78,6 +78,9 @@ TEST_CASE("config: monitor interval and action, admission cap, selinux mode", "[
   CHECK_THROWS_WITH(parse_config("[monitor]\naction = \"explode\"\n", "x"),
                     Catch::Contains("monitor.action \"explode\" is not one of log, kill, freeze"));
   CHECK(parse_config("[admission]\nmax-containers-per-gpu = 0\n", "x").max_containers_per_gpu == 0);
+  CHECK(parse_config("[admission]\nallow-memory-overcommit = true\n", "x").allow_memory_overcommit);
+  CHECK_THROWS_WITH(parse_config("[admission]\nallow-memory-overcommit = 1\n", "x"),
+                    Catch::Contains("admission.allow-memory-overcommit"));
   CHECK_THROWS_WITH(parse_config("[admission]\nmax-containers-per-gpu = -1\n", "x"),
                     Catch::Contains("must be a whole number from 0"));
   CHECK_THROWS_WITH(parse_config("[admission]\nmax-containers-per-gpu = \"20\"\n", "x"),
@@ -109,6 +112,7 @@ TEST_CASE("docs/config.md documents every key with its real default", "[common][
   CHECK(documented.accept_gpushare_env == defaults.accept_gpushare_env);
   CHECK(documented.shim_path == defaults.shim_path);
   CHECK(documented.max_containers_per_gpu == defaults.max_containers_per_gpu);
+  CHECK(documented.allow_memory_overcommit == defaults.allow_memory_overcommit);
   CHECK(documented.monitor_interval_ms == defaults.monitor_interval_ms);
   CHECK(documented.monitor_action == defaults.monitor_action);
   CHECK(documented.monitor_memory_tolerance == defaults.monitor_memory_tolerance);

@@ -257,7 +257,7 @@ TEST_CASE("selinux: create labels each file of a container with limits, and noth
                                      (labels_json.empty() ? std::string() : kMount) + R"("}})");
     ::mkdir((t / (id + "/rootfs")).c_str(), 0755);
     shim::BundleSpec spec = shim::BundleSpec::load(t / (id + "/config.json"));
-    shim::CreateContext ctx{spec, config, kDefaultConfigPath, id, t / ("state/containers/" + id), t / (id + "/rootfs"), {}};
+    shim::CreateContext ctx{spec, config, kDefaultConfigPath, id, t / ("state/containers/" + id), t / (id + "/rootfs"), {}, {}};
     shim::sharing_modifier(sharing::Limits{{{"*", 256u << 20, 30, sharing::Policy::burst}}, ""})->modify(ctx);
     shim::selinux_modifier(sys)->modify(ctx);
     std::string pid_file;

@@ -212,7 +212,7 @@ TEST_CASE("commit: every side effect or none", "[shim][spec]") {
   config.state_dir = t / "state";
   t.write("b/config.json", R"({"root": {"path": "rootfs"}})");
   BundleSpec spec = BundleSpec::load(t / "b/config.json");
-  CreateContext ctx{spec, config, kDefaultConfigPath, "c1", t / "state/containers/c1", "", {}};
+  CreateContext ctx{spec, config, kDefaultConfigPath, "c1", t / "state/containers/c1", "", {}, {}};
   exec_env_modifier({"A=1"})->modify(ctx);
   Conflicting().modify(ctx);
   std::string pid_file;
@@ -220,7 +220,7 @@ TEST_CASE("commit: every side effect or none", "[shim][spec]") {
   CHECK(::access((t / "state/containers/c1").c_str(), F_OK) != 0); // rolled back
   CHECK(fs::read_file(t / "b/config.json") == R"({"root": {"path": "rootfs"}})");
 
-  CreateContext ok{spec, config, kDefaultConfigPath, "c2", t / "state/containers/c2", "", {}};
+  CreateContext ok{spec, config, kDefaultConfigPath, "c2", t / "state/containers/c2", "", {}, {}};
   exec_env_modifier({"A=1"})->modify(ok);
   hooks_modifier()->modify(ok);
   commit(ok, pid_file, t / "b/config.json");

@@ -4,6 +4,8 @@
 // gpuslice-shim links, without sizes (floating point) or streams.
 #include "gpuslice/sharing/limits.hpp"
 
+#include <cstdio>
+
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 
@@ -20,6 +22,22 @@ extern "C" {
 namespace gpuslice::sharing {
 
 using namespace limits_text;
+
+std::string format_size(uint64_t bytes) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024)
+    return std::to_string(bytes) + " bytes";
+  double value = static_cast<double>(bytes) / 1024;
+  int unit = 0;
+  while (value >= 1024 && unit < 3) {
+    value /= 1024;
+    unit++;
+  }
+  char text[48];
+  std::snprintf(text, sizeof text, value == static_cast<double>(static_cast<uint64_t>(value)) ? "%.0f %s" : "%.1f %s",
+                value, units[unit]);
+  return text;
+}
 
 uint64_t parse_size(std::string_view text) {
   std::string_view s = trim(text);

@@ -152,4 +152,16 @@ uint64_t container_id(int fd) {
   return GS_CONTAINER_ID(st.st_dev, st.st_ino);
 }
 
+std::string uuid_text(const std::array<uint8_t, 16> &uuid) {
+  static const char hex[] = "0123456789abcdef";
+  std::string out = "GPU-";
+  for (std::size_t i = 0; i < uuid.size(); i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10)
+      out += '-';
+    out += hex[uuid[i] >> 4];
+    out += hex[uuid[i] & 15];
+  }
+  return out;
+}
+
 } // namespace gpuslice::sharing

@@ -295,18 +295,31 @@ typedef struct nvmlProcessInfo_st {
   unsigned int computeInstanceId;
 } nvmlProcessInfo_t;
 
+typedef struct nvmlProcessUtilizationSample_st {
+  unsigned int pid;
+  unsigned long long timeStamp; /* CPU time, microseconds */
+  unsigned int smUtil;
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
 #define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
+#define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
 
 nvmlReturn_t nvmlInit_v2(void);
 nvmlReturn_t nvmlShutdown(void);
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount);
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device);
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length);
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length);
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory);
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory);
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
                                                      nvmlProcessInfo_t *infos);
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t *utilization,
+                                             unsigned int *processSamplesCount, unsigned long long lastSeenTimeStamp);
 
 #if defined(__cplusplus) && !defined(GS_CUDA_API_NO_EXTERN_C)
 }

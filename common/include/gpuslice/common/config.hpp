@@ -40,6 +40,7 @@ struct Config {
   std::string monitor_nvml_path = "libnvidia-ml.so.1";
   // [admission]
   int max_containers_per_gpu = 20;
+  bool allow_memory_overcommit = false;
   // [selinux] (docs/selinux.md)
   std::string selinux_label = "auto"; // auto, on, off
   std::string selinux_shared_file_label = "system_u:object_r:container_ro_file_t:s0";

@@ -12,9 +12,12 @@
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/sharing/limits.hpp"
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace gpuslice::shim {
 
@@ -26,15 +29,36 @@ inline constexpr const char *kUnnamedGpu = "*";
 // else kUnnamedGpu.
 std::set<std::string> gpus_of(const sharing::Limits &limits);
 
+struct GpuLoad {
+  int containers = 0;
+  uint64_t memory = 0; // the sum of their memory limits
+  bool operator==(const GpuLoad &) const = default;
+};
+
+// The memory limits a limits file puts on each of its GPUs (keys as gpus_of).
+std::map<std::string, uint64_t> memory_per_gpu(const sharing::Limits &limits);
+
 // Containers with limits per GPU, from the state dirs of `state_dir`
 // (collect_stale first: every dir there counts). A dir whose limits file
 // is missing (no limits) counts nowhere; one that cannot be read or parsed
 // is counted on kUnnamedGpu (never let a broken file free a place).
-std::map<std::string, int> containers_per_gpu(const std::string &state_dir);
+std::map<std::string, GpuLoad> load_per_gpu(const std::string &state_dir);
+
+// The memory of the node's GPUs by UUID; empty, with `why` set, when it
+// cannot be known.
+using GpuMemory = std::function<std::map<std::string, uint64_t>(std::string &why)>;
+
+// From <state dir>/gpu-memory, else NVML (config.monitor_nvml_path), then
+// cached there.
+std::map<std::string, uint64_t> node_gpu_memory(const Config &config, std::string &why);
 
 // Throws Error naming the GPU and the setting when one of `limits`'s GPUs
-// already hosts config.max_containers_per_gpu containers; 0 means no cap.
-// Call with state::lock_containers held.
-void admit(const sharing::Limits &limits, const Config &config);
+// already hosts config.max_containers_per_gpu containers (0: no cap), or
+// when its memory limits would add up to more than the GPU's memory
+// (unless config.allow_memory_overcommit). Where the memory cannot be
+// known (no NVML, a GPU NVML does not list), adds a line to `warnings` and
+// admits. Call with state::lock_containers held.
+void admit(const sharing::Limits &limits, const Config &config, const GpuMemory &gpu_memory,
+           std::vector<std::string> &warnings);
 
 } // namespace gpuslice::shim

@@ -36,6 +36,7 @@ struct CreateContext {
   std::string state_path;   // <state-dir>/containers/<id>, created by commit
   std::string rootfs;       // the container's root on the host, absolute
   HostPlan plan;
+  std::vector<std::string> warnings; // for gpuslice-runtime to log once the create is done
 };
 
 class Modifier {
@@ -65,5 +66,8 @@ std::unique_ptr<Modifier> selinux_modifier(selinux::System &system = selinux::li
 // ctx.plan.labeler (the pid file runc will write is request_pid_file, set to one
 // in the state dir when empty). On failure nothing is left.
 void commit(CreateContext &ctx, std::string &request_pid_file, const std::string &config_json);
+
+// runtime.shim-path, or gpuslice-shim beside this very program.
+std::string shim_program(const Config &config);
 
 } // namespace gpuslice::shim

@@ -31,6 +31,8 @@ struct Limits {
 // "4Gi", "512Mi", "1G", "1073741824", "1.5Gi"; binary (Ki, Mi, Gi, Ti) and
 // decimal (K, M, G, T) suffixes. Throws Error naming the text.
 uint64_t parse_size(std::string_view text);
+// For people: "512 MiB", "16.5 GiB" (one decimal above a MiB), "100 bytes".
+std::string format_size(uint64_t bytes);
 
 // "4Gi" (every device) or "DEV:SIZE,DEV:SIZE" where DEV is "*", an ordinal or
 // a GPU UUID. Throws Error naming the offending item.

@@ -33,6 +33,9 @@ struct RegionUsage {
   unsigned slots_in_use = 0; // slots with any usage
 };
 
+// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as NVML and nvidia-smi name it.
+std::string uuid_text(const std::array<uint8_t, 16> &uuid);
+
 // Reads a copy of the region with pread and validates it (the tenant writes
 // it); throws Error when it is not a valid region.
 RegionUsage read_region(int region_fd);

@@ -15,6 +15,7 @@ using Action = std::function<int()>;
 void register_cdi(CLI::App &app, Action &action);
 void register_configure(CLI::App &app, Action &action);
 void register_exec(CLI::App &app, Action &action);
+void register_inspect(CLI::App &app, Action &action);
 void register_version(CLI::App &app, Action &action);
 
 } // namespace gpuslice::cli

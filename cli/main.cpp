@@ -14,6 +14,7 @@ int main(int argc, char **argv) {
   gpuslice::cli::register_cdi(app, action);
   gpuslice::cli::register_configure(app, action);
   gpuslice::cli::register_exec(app, action);
+  gpuslice::cli::register_inspect(app, action);
   gpuslice::cli::register_version(app, action);
   try {
     app.parse(argc, argv);

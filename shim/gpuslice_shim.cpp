@@ -17,6 +17,7 @@
 // admission: gpuslice-runtime is static, and a static glibc program cannot
 // load NVML reliably. Exit 1 and the reason when NVML cannot say.
 //
+// It records itself in <state-dir>/containers/<id>/monitor ("PID START").
 // When the container ends it removes <state-dir>/containers/<id>, if the
 // directory is still the one its creator made. With --limits it checks the
 // container's GPU memory against the driver's own accounting every
@@ -31,6 +32,7 @@
 #include <algorithm>
 #include <charconv>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -98,6 +100,15 @@ int run(int argc, char **argv) {
     const auto creator = state::parse_process_id(opt["--creator"]);
     if (!creator)
       throw Error("--creator " + quote(opt["--creator"]) + " is not \"PID STARTTIME\"");
+    // Which process monitors the container, for `gpuslice inspect` and for
+    // the runtime to notice this one gone.
+    if (const auto self = state::process_id(static_cast<int>(::getpid())))
+      try {
+        fs::write_file_atomic(opt["--state-dir"] + "/containers/" + opt["--id"] + "/monitor", state::to_text(*self),
+                              0644);
+      } catch (const Error &) {
+        // the container is already gone
+      }
     setup.cleanup = [state_dir = opt["--state-dir"], id = opt["--id"], creator = *creator] {
       try {
         state::remove_container_dir(state_dir, id, creator);

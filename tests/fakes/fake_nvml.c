@@ -77,11 +77,7 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *out, unsigned int len) {
            b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
   return NVML_SUCCESS;
 }
-static void memory(int dev, unsigned long long *total, unsigned long long *free_b, unsigned long long *used) {
-  *total = fakecuda_device_total(dev);
-  *used = fakecuda_device_used(dev);
-  *free_b = *total - *used;
-}
+static void memory(int dev, unsigned long long *total, unsigned long long *free_b, unsigned long long *used);
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m) {
   NEED_INIT();
   CHECK_DEVICE(d);
@@ -208,6 +204,22 @@ static int node_processes(int index, unsigned *count, nvmlProcessInfo_t *infos) 
   if (for_node_processes(index, list_process, &l) < 0) return -1;
   *count = l.n;
   return l.n > l.room ? 1 : 0;
+}
+
+static void add_used(const struct node_process *p, void *arg) {
+  struct { int index; unsigned long long used; } *sum = arg;
+  sum->used += p->used[sum->index];
+}
+
+/* The device's memory: used by the node's processes where the accounting
+ * directory says (as the real NVML counts the whole device), else by this
+ * process. */
+static void memory(int dev, unsigned long long *total, unsigned long long *free_b, unsigned long long *used) {
+  *total = fakecuda_device_total(dev);
+  struct { int index; unsigned long long used; } sum = {dev, 0};
+  *used = for_node_processes(dev, add_used, &sum) == 0 ? sum.used : fakecuda_device_used(dev);
+  if (*used > *total) *used = *total;
+  *free_b = *total - *used;
 }
 
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned int *count, nvmlProcessInfo_t *infos) {

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -179,3 +180,87 @@ def test_status_reports_usage_and_the_compute_share(sharing_runtime, test_tmp, s
     assert wait_for(lambda: "of the SMs over the last 10 intervals, share 30% (reported only" in text(log)), text(log)
     assert "killed" not in text(log)
     rt.delete(cid, force=True)
+
+
+# --------------------------------------------------------------------------
+# gpuslice inspect (issue 12, part 4)
+
+
+def inspect(rt, *args: str) -> str:
+    p = subprocess.run([built("GPUSLICE_CLI"), "inspect", *args], env=rt.env, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
+def test_inspect_shows_the_gpu_and_its_containers(sharing_runtime, test_tmp, spec_template, bypass_rootfs,
+                                                 driver_accounting):
+    """Two containers on the fake GPU: a burst slice (256 MiB, 30%) running
+    kernels with 16 MiB held, and a 100 MiB slice whose process bypasses the
+    interposer with 50 MiB. inspect in its three formats against them; the
+    Prometheus text passes promtool."""
+    rt, state, log = monitored(sharing_runtime, test_tmp, "log")
+    ocitest.copy_with_libs(built("GPUSLICE_SHARE_TEST"), bypass_rootfs, "/bin/share_test")
+    trainer = ocitest.Bundle(test_tmp / "trainer", spec_template, bypass_rootfs)
+    trainer.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=burst")
+    trainer.spec["annotations"].update({"io.kubernetes.cri.sandbox-namespace": "team-a",
+                                        "io.kubernetes.cri.sandbox-name": "trainer-0"})
+    trainer.shell("/bin/share_test kernel 30 16")
+    trainer.write()
+    static = ocitest.Bundle(test_tmp / "static", spec_template, bypass_rootfs)
+    static.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=slice1")  # 100 MiB on GPU 0 by UUID
+    static.shell("/bin/bypass_static 50 30")
+    static.write()
+    for bundle, cid in ((trainer, "trainer"), (static, "static")):
+        rt.create(bundle, cid)
+        rt.start(cid)
+    status_when(state, "static", "bypasses")
+    assert wait_for(lambda: json.loads(text(state / "containers" / "trainer" / "status") or "{}")
+                    .get("gpus", {}).get(FAKE_UUID0, {}).get("sm_percent"))
+
+    report = json.loads(inspect(rt, "--output", "json"))
+    gpu = report["gpus"][0]
+    assert gpu["index"] == 0 and gpu["uuid"] == FAKE_UUID0 and gpu["model"] == "Fake GPU (gpuslice tests)", gpu
+    assert gpu["memory"] == {"total": 16 << 30, "used": 66 << 20, "allotted": 356 << 20}, gpu
+    assert gpu["containers"] == 2 and report["nvml_error"] is None, report
+    by_id = {c["id"]: c for c in report["containers"]}
+    t, s = by_id["trainer"], by_id["static"]
+    assert t["pod"] == {"namespace": "team-a", "name": "trainer-0"} and t["monitor"] == "running", t
+    [tg] = t["gpus"]
+    assert tg["gpu"] == FAKE_UUID0 and tg["memory_limit"] == 256 << 20 and tg["compute_share"] == 30, tg
+    assert tg["compute_policy"] == "burst" and tg["used"] == {"interposer": 16 << 20, "nvml": 16 << 20}, tg
+    assert 0 < tg["sm_percent"] <= 100 and len(tg["processes"]) == 1, tg
+    [sg] = s["gpus"]
+    assert sg["used"] == {"interposer": None, "nvml": 50 << 20} and s["pod"] is None, s  # never took the region
+    assert s["enforcement"] == {"breaches": 0, "killed": 0, "frozen": 0, "bypasses": 1} and s["action"] == "log", s
+    assert report["node"] == {"containers": 2, "memory": {"total": 16 << 30, "used": 66 << 20,
+                                                          "allotted": 356 << 20}}, report["node"]
+
+    table = inspect(rt)
+    lines = table.splitlines()
+    assert lines[0].split() == ["GPU", "UUID", "MODEL", "CONTAINERS", "ALLOTTED/TOTAL", "USED/TOTAL"], table
+    assert lines[1].split() == ["0", FAKE_UUID0, "Fake", "GPU", "(gpuslice", "tests)", "2", "356", "MiB/16", "GiB",
+                                "66", "MiB/16", "GiB"], table
+    assert "Allotted/total GPU memory in node: 356 MiB/16 GiB (2%); used 66 MiB; 2 containers with limits" in table
+    assert "trainer" not in table  # only with -d
+    details = inspect(rt, "-d")
+    rows = {l.split()[0]: l for l in details.splitlines() if l.startswith(("trainer", "static"))}
+    for cell in ("team-a/trainer-0", f"  {FAKE_UUID0}  ", "  256 MiB  ", "  16 MiB/16 MiB  ", "  30% burst  ",
+                 f"  {tg['processes'][0]}  ", "  running  "):
+        assert cell in rows["trainer"], details
+    assert "bypasses 1" in rows["static"] and "50 MiB" in rows["static"], details
+
+    metrics = test_tmp / "gpuslice.prom"
+    inspect(rt, "--output", "prometheus", "--output-file", str(metrics))
+    prom = metrics.read_text()
+    check = subprocess.run(["promtool", "check", "metrics"], input=prom, capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr + prom
+    assert (f'gpuslice_container_memory_used_bytes{{container="trainer",namespace="team-a",pod="trainer-0",'
+            f'gpu="{FAKE_UUID0}",source="nvml"}} {16 << 20}') in prom, prom
+    assert f'gpuslice_gpu_memory_allotted_bytes{{gpu="{FAKE_UUID0}"}} {356 << 20}' in prom, prom
+    assert 'gpuslice_container_bypasses_total{container="static",namespace="",pod=""} 1' in prom, prom
+    assert "# TYPE gpuslice_container_processes_killed_total counter" in prom, prom
+    for cid in ("trainer", "static"):
+        rt.delete(cid, force=True)

@@ -14,7 +14,9 @@ killed, frozen or only logged per monitor.action.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -82,6 +84,20 @@ def status_when(state: Path, cid: str, key: str) -> dict:
     return status
 
 
+def thaw(init: int) -> None:
+    """Checks that the container of `init` is frozen (cgroup v1's freezer, or
+    v2's cgroup.freeze), then thaws it."""
+    cgroup = {l.split(":")[1]: l.split(":")[2] for l in Path(f"/proc/{init}/cgroup").read_text().splitlines()}
+    if "freezer" in cgroup:
+        freezer = Path("/sys/fs/cgroup/freezer") / cgroup["freezer"].lstrip("/")
+        assert wait_for(lambda: (freezer / "freezer.state").read_text().strip() == "FROZEN")
+        (freezer / "freezer.state").write_text("THAWED")
+    else:
+        v2 = Path("/sys/fs/cgroup") / cgroup[""].lstrip("/")
+        assert (v2 / "cgroup.freeze").read_text().strip() == "1"
+        (v2 / "cgroup.freeze").write_text("0")
+
+
 def start(rt, test_tmp, spec_template, rootfs, cid, script):
     bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, rootfs)
     bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")  # 256 MiB
@@ -139,15 +155,7 @@ def test_freeze_stops_the_whole_container(sharing_runtime, test_tmp, spec_templa
     assert wait_for(lambda: "froze the container" in text(log)), text(log)
     assert status_when(state, cid, "frozen")["frozen"] == 1
     # The container's freezer says so (cgroup v1 here; v2: cgroup.freeze).
-    cgroup = {l.split(":")[1]: l.split(":")[2] for l in Path(f"/proc/{init}/cgroup").read_text().splitlines()}
-    if "freezer" in cgroup:
-        freezer = Path("/sys/fs/cgroup/freezer") / cgroup["freezer"].lstrip("/")
-        assert wait_for(lambda: (freezer / "freezer.state").read_text().strip() == "FROZEN")
-        (freezer / "freezer.state").write_text("THAWED")
-    else:
-        v2 = Path("/sys/fs/cgroup") / cgroup[""].lstrip("/")
-        assert (v2 / "cgroup.freeze").read_text().strip() == "1"
-        (v2 / "cgroup.freeze").write_text("0")
+    thaw(init)
     rt.delete(cid, force=True)
 
 
@@ -180,6 +188,69 @@ def test_status_reports_usage_and_the_compute_share(sharing_runtime, test_tmp, s
     assert wait_for(lambda: "of the SMs over the last 10 intervals, share 30% (reported only" in text(log)), text(log)
     assert "killed" not in text(log)
     rt.delete(cid, force=True)
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
+@pytest.mark.parametrize("action", ["kill", "freeze", "log"])
+def test_a_tenant_that_zeroes_its_counters_is_caught_through_nvml(sharing_runtime, test_tmp, spec_template,
+                                                                  bypass_rootfs, driver_accounting, cid, action):
+    """Two processes that both took the region: the first holds 200 MiB and
+    zeroes every usage counter, so the interposer grants a second process
+    200 MiB more (400 MiB against 256). No bypass: only the driver's
+    accounting shows it, and the monitor acts per monitor.action."""
+    rt, state, log = monitored(sharing_runtime, test_tmp, action)
+    ocitest.copy_with_libs(built("GPUSLICE_HOSTILE"), bypass_rootfs, "/bin/hostile_test")
+    bundle, init = start(rt, test_tmp, spec_template, bypass_rootfs, cid,
+                         "/bin/hostile_test zero-counters 20; echo tenant-exit $?; sleep 30")
+    over = "GPU GPU-facea2a3-a4a5-a6a7-a8a9-aaabacadae00 used 419430400 bytes, limit 268435456"
+    if action == "kill":
+        line = wait_for(lambda: [l for l in text(log).splitlines() if "killed pid" in l])
+        assert line and over in line[0] and "(209715200 bytes; monitor.action = kill)" in line[0], text(log)
+        assert status_when(state, cid, "killed")["killed"] == 1
+        out = bundle.path / f"{cid}.out"
+        assert wait_for(lambda: "tenant-exit" in text(out)), text(out)
+        assert "child: signal 9" in text(out) and "tenant-exit 0" in text(out), text(out)  # the one that grew last
+    elif action == "freeze":
+        assert wait_for(lambda: over + ": froze the container" in text(log)), text(log)
+        assert status_when(state, cid, "frozen")["frozen"] == 1
+    else:
+        assert wait_for(lambda: over + ": over the limit (monitor.action = log)" in text(log)), text(log)
+        assert status_when(state, cid, "breaches")["breaches"] == 1
+    assert "a bypass" not in text(log), text(log)  # both took the region
+    if action == "freeze":
+        thaw(init)
+    rt.delete(cid, force=True)
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
+def test_a_sigkilled_process_usage_is_reclaimed(sharing_runtime, test_tmp, spec_template, bypass_rootfs,
+                                                driver_accounting, cid):
+    """A process holding 200 MiB of a 256 MiB limit is SIGKILLed from the
+    host: its monitor reclaims its slot, and a new process of the container
+    then sees the whole limit free and gets 200 MiB (probe checks free ==
+    limit before it allocates)."""
+    rt, state, log = monitored(sharing_runtime, test_tmp, "log")
+    ocitest.copy_with_libs(built("GPUSLICE_SHARE_TEST"), bypass_rootfs, "/bin/share_test")
+    go = DRIVER_DIR / "go"  # the accounting dir is mounted in the container: a signal to it
+    bundle, init = start(rt, test_tmp, spec_template, bypass_rootfs, cid,
+                         "/bin/share_test kernel 60 200 & holder=$!; wait $holder; echo holder-exit $?; "
+                         f"while [ ! -e {go} ]; do sleep 0.05; done; "
+                         "/bin/probe dlsym alloc 200Mi ok 256Mi; echo probe-exit $?")
+    path = state / "containers" / cid / "status"
+
+    def gpu_view():
+        return json.loads(text(path) or "{}").get("gpus", {}).get(FAKE_UUID0, {})
+    held = wait_for(lambda: gpu_view().get("used_interposer") == 200 << 20 and gpu_view().get("processes"))
+    assert held, text(path)
+    os.kill(held[0], signal.SIGKILL)
+    assert wait_for(lambda: gpu_view().get("used_interposer") == 0), text(path)
+    go.touch()
+    assert ocitest.wait_pid(init, 30) == 0
+    out = (bundle.path / f"{cid}.out").read_text()
+    assert "holder-exit 137" in out and "probe-exit 0" in out, out + (bundle.path / f"{cid}.err").read_text()
+    rt.delete(cid)
 
 
 # --------------------------------------------------------------------------

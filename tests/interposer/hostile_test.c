@@ -12,6 +12,14 @@
  *                            then 512 MiB from it: refused
  *   hostile_test dlmopen     a library in a new namespace (ns_alloc) asks for
  *                            512 MiB straight from its own driver: refused
+ * and one the interposer alone cannot stop (its counters are the tenant's to
+ * write), which only the monitor catches, through the driver's accounting:
+ *   hostile_test zero-counters SECONDS
+ *                            holds 200 MiB, zeroes every usage counter, then
+ *                            a new process gets 200 MiB more (past a 256 MiB
+ *                            limit); both hold it SECONDS. Prints how the
+ *                            new process ended ("child: exit N" or
+ *                            "child: signal N").
  * The region comes from the monitor's socket, as any tenant process can get it.
  */
 #define _GNU_SOURCE
@@ -82,9 +90,27 @@ static int child_alloc(const char *self, unsigned mib) {
 int main(int argc, char **argv) {
   if (argc < 2) return fprintf(stderr, "usage: hostile_test MODE\n"), 2;
   const char *mode = argv[1];
-  if (!strcmp(mode, "alloc")) { /* child: 0 granted, 1 refused, 2 other */
+  if (!strcmp(mode, "alloc") || !strcmp(mode, "hold")) { /* child: 0 granted, 1 refused, 2 other */
     CUresult r = alloc_in_context(strtoull(argv[2], NULL, 10) * MIB);
+    if (r == CUDA_SUCCESS && !strcmp(mode, "hold")) sleep((unsigned)atoi(argv[3]));
     return r == CUDA_SUCCESS ? 0 : r == CUDA_ERROR_OUT_OF_MEMORY ? 1 : 2;
+  }
+  if (!strcmp(mode, "zero-counters")) {
+    const char *seconds = argc > 2 ? argv[2] : "10";
+    if (alloc_in_context(200 * MIB) != CUDA_SUCCESS) return fprintf(stderr, "hostile_test: the first 200 MiB\n"), 2;
+    struct gs_region *r = tenant_map_region();
+    if (!r) return fprintf(stderr, "hostile_test: no region from the monitor\n"), 2;
+    memset(r->used, 0, sizeof r->used);
+    pid_t pid = fork();
+    if (pid == 0) {
+      execl(argv[0], argv[0], "hold", "200", seconds, (char *)NULL);
+      _exit(127);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    if (WIFSIGNALED(st)) printf("child: signal %d\n", WTERMSIG(st));
+    else printf("child: exit %d\n", WEXITSTATUS(st));
+    return 0;
   }
 
   if (!strcmp(mode, "zero-magic")) {

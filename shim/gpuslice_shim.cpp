@@ -4,9 +4,12 @@
 // gpuslice-runtime at create (sharing::exec_monitor), never by hand: its
 // descriptors arrive at fixed numbers, already detached (own session,
 // stdio on /dev/null, nothing else open, PATH alone in its environment).
+// Started again by any later gpuslice-runtime call that finds it gone
+// (shim/monitor_start.hpp): then --watched is the container's init, --init
+// its pid.
 //
 //   gpuslice-shim --listener FD --region FD --watched FD [--activity FD]
-//                 [--pid-file PATH] [--state-dir DIR --id ID --creator "PID START"]
+//                 [--pid-file PATH | --init PID] [--state-dir DIR --id ID --creator "PID START"]
 //                 [--limits PATH --interval-ms N --action log|kill|freeze
 //                  --tolerance BYTES --nvml LIBRARY [--log-file PATH] [--pod NS/NAME]]
 // (BYTES a plain number: no size parsing here, which would pull locale and
@@ -74,7 +77,8 @@ int run(int argc, char **argv) {
     return query_gpus(argc, argv);
   static const char *const flags[] = {"--listener", "--region",      "--watched", "--activity",  "--pid-file",
                                       "--state-dir", "--id",         "--creator", "--limits",    "--interval-ms",
-                                      "--action",    "--tolerance",  "--nvml",    "--log-file",  "--pod"};
+                                      "--action",    "--tolerance",  "--nvml",    "--log-file",  "--pod",
+                                      "--init"};
   const Error usage("usage: gpuslice-shim --listener FD --region FD --watched FD [--activity FD] [--pid-file PATH] "
                     "[--state-dir DIR --id ID --creator \"PID START\"] (started by gpuslice-runtime, not by hand)");
   std::map<std::string, std::string> opt;
@@ -94,6 +98,8 @@ int run(int argc, char **argv) {
   if (opt.count("--activity"))
     setup.activity_table.reset(number(opt["--activity"], "--activity"));
   setup.pid_file = opt["--pid-file"];
+  if (opt.count("--init")) // started again: --watched is the container's init
+    setup.init_pid = number(opt["--init"], "--init");
   if (opt.count("--state-dir") || opt.count("--id") || opt.count("--creator")) {
     if (!opt.count("--state-dir") || !opt.count("--id") || !opt.count("--creator"))
       throw Error("--state-dir, --id and --creator go together");

@@ -1,8 +1,10 @@
 // gpuslice-runtime: an OCI runtime command line in front of runc or crun.
 // `create` and `run` get the container's CDI devices applied to the bundle;
 // `delete` of a container that has gpuslice state runs runc and then removes
-// that state; `exec` gets the container's CDI env; every other verb (and a container that asks for no device) is
-// an exec of the low-level runtime with the arguments untouched.
+// that state; `exec` gets the container's CDI env; start, state, exec, ps,
+// pause and resume start the container's monitor again when it died; every
+// other verb (and a container that asks for no device) is an exec of the
+// low-level runtime with the arguments untouched.
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
@@ -10,6 +12,7 @@
 #include "gpuslice/shim/bundle.hpp"
 #include "gpuslice/shim/command_line.hpp"
 #include "gpuslice/shim/exec_env.hpp"
+#include "gpuslice/shim/monitor_start.hpp"
 #include "gpuslice/shim/runtime.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
@@ -73,6 +76,23 @@ int run(shim::CommandLine &cl) {
       return status;
     } catch (const Error &e) {
       return fail(cl, config, "cannot delete container " + quote(cl.container_id) + ": " + e.message());
+    }
+  }
+
+  if (cl.checks_monitor() && !cl.container_id.empty()) {
+    // A container with limits must not run on without its monitor: one
+    // that died is started again, and said. A failure is logged, and the
+    // verb goes on (a probe or `state` must not fail for it).
+    try {
+      if (auto restarted = shim::restart_monitor_if_gone(config, cl.container_id)) {
+        start_logging(config);
+        spdlog::warn("{}", *restarted);
+        spdlog::shutdown(); // flushed before the exec
+      }
+    } catch (const Error &e) {
+      start_logging(config);
+      spdlog::error("{}", e.message());
+      spdlog::shutdown();
     }
   }
 

@@ -14,6 +14,7 @@
 #include "gpuslice/shim/bundle_spec.hpp"
 #include "gpuslice/shim/exec_env.hpp"
 #include "gpuslice/shim/modifiers.hpp"
+#include "gpuslice/shim/monitor_start.hpp"
 #include "gpuslice/shim/requests.hpp"
 #include "gpuslice/shim/sharing.hpp"
 #include "gpuslice/state/container_dir.hpp"
@@ -26,7 +27,6 @@ namespace gpuslice::shim {
 
 namespace {
 const std::string kHookPath = std::string("PATH=") + kDefaultPath;
-constexpr const char *kInitPidFile = "init.pid";
 } // namespace
 
 void add_gpuslice_hooks(cdi::OciSpec &oci, const Config &config, const std::string &config_file) {
@@ -60,8 +60,6 @@ std::string shim_program(const Config &config) {
   return fs::dirname(std::string_view(self, static_cast<std::size_t>(n))) + "/gpuslice-shim";
 }
 
-namespace {
-
 void write_in(int dir_fd, const std::string &name, const std::string &text, mode_t mode, const std::string &shown,
               const selinux::Labeler &labeler) {
   UniqueFd f(::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
@@ -70,69 +68,6 @@ void write_in(int dir_fd, const std::string &name, const std::string &text, mode
     throw system_error("cannot write " + quote(shown + "/" + name));
   labeler.label_fd(f.get(), selinux::Share::private_read_only, shown + "/" + name);
 }
-
-// "namespace/name" of the pod, from the annotations kubelet's runtime sets
-// (containerd's CRI, then CRI-O's); for the monitor's log lines only.
-std::optional<std::string> pod_of(const cdi::OciSpec &oci) {
-  auto annotations = oci.find("annotations");
-  if (annotations == oci.end() || !annotations->is_object())
-    return std::nullopt;
-  for (const auto &[ns_key, name_key] :
-       {std::pair{"io.kubernetes.cri.sandbox-namespace", "io.kubernetes.cri.sandbox-name"},
-        std::pair{"io.kubernetes.pod.namespace", "io.kubernetes.pod.name"}}) {
-    auto ns = annotations->find(ns_key), name = annotations->find(name_key);
-    if (ns != annotations->end() && name != annotations->end() && ns->is_string() && name->is_string())
-      return ns->get<std::string>() + "/" + name->get<std::string>();
-  }
-  return std::nullopt;
-}
-
-// The usage region, its socket in the state dir, and the monitor that holds
-// the region for as long as the container lives.
-void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, std::string &pid_file) {
-  const selinux::Labeler &labeler = ctx.plan.labeler;
-  sharing::MonitorSetup monitor;
-  monitor.region = sharing::create_region();
-  labeler.label_fd(monitor.region.get(), selinux::Share::private_file, "the usage region");
-  const std::string socket_path = dir.path + "/" + kRegionSocketName;
-  {
-    const auto socket_label = labeler.socket_label();
-    monitor.listener = sharing::listen_region_socket(dir.fd.get(), kRegionSocketName, socket_path);
-  }
-  labeler.label_in_dir(dir.fd.get(), kRegionSocketName, selinux::Share::private_file, socket_path);
-  if (ctx.plan.burst) {
-    const std::string activity = fs::clean_path(ctx.config.state_dir) + "/activity";
-    monitor.activity_table = sharing::open_activity_table(activity);
-    labeler.label_fd(monitor.activity_table.get(), selinux::Share::shared_read_only, activity);
-  }
-  // This process becomes runc (exec): once it exits, `create` is over and
-  // runc has written the init's pid.
-  monitor.watched = sharing::open_pidfd(static_cast<int>(::getpid()));
-  if (pid_file.empty())
-    pid_file = dir.path + "/" + kInitPidFile;
-  monitor.pid_file = fs::absolute(pid_file);
-  const auto creator = state::process_id(static_cast<int>(::getpid()));
-  if (!creator)
-    throw Error("cannot read this process's start time from /proc");
-  // It removes the state dir when the container ends, only if it is still
-  // the one this process created, and checks the container's GPU memory
-  // against the driver's accounting meanwhile.
-  const Config &c = ctx.config;
-  const uint64_t tolerance =
-      with_context("monitor.memory-tolerance", [&] { return sharing::parse_size(c.monitor_memory_tolerance); });
-  std::vector<std::string> args{"--state-dir", fs::clean_path(c.state_dir), "--id", ctx.container_id, "--creator",
-                                state::to_text(*creator),
-                                "--limits", dir.path + "/limits", "--interval-ms", std::to_string(c.monitor_interval_ms),
-                                "--action", c.monitor_action, "--tolerance", std::to_string(tolerance),
-                                "--nvml", c.monitor_nvml_path};
-  if (c.log.target == "file")
-    args.insert(args.end(), {"--log-file", c.log.directory + "/gpuslice-shim.log"});
-  if (auto pod = pod_of(ctx.spec.json()))
-    args.insert(args.end(), {"--pod", *pod});
-  sharing::exec_monitor(std::move(monitor), shim_program(c), args);
-}
-
-} // namespace
 
 void commit(CreateContext &ctx, std::string &pid_file, const std::string &config_json) {
   // A container with limits takes its place on its GPUs under the lock,

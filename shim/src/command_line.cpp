@@ -21,6 +21,9 @@ constexpr std::array<std::string_view, 18> kExecWithValue{
     "--additional-gids", "-g",      "--process",      "-p",           "--process-label", "-l",
     "--apparmor",       "--cap",    "-c",             "--preserve-fds", "--pid-file", "--cgroup"};
 
+// ps flags that take a value; start, state, pause and resume take none.
+constexpr std::array<std::string_view, 2> kPsWithValue{"--format", "-f"};
+
 template <std::size_t N> bool takes_value(std::string_view flag, const std::array<std::string_view, N> &list) {
   return std::find(list.begin(), list.end(), flag) != list.end();
 }
@@ -64,7 +67,7 @@ CommandLine parse_command_line(int argc, const char *const *argv) {
     }
   }
   const bool exec = cl.verb == "exec";
-  if (!cl.edits_bundle() && !cl.deletes() && !exec)
+  if (!cl.edits_bundle() && !cl.deletes() && !cl.checks_monitor())
     return cl;
   // The verb's flags and its positional container id.
   for (; i < cl.args.size(); ++i) {
@@ -83,6 +86,10 @@ CommandLine parse_command_line(int argc, const char *const *argv) {
     if (exec) {
       if (auto fv = flag_with_value(cl.args, i, kExecWithValue); fv && (fv->first == "--process" || fv->first == "-p"))
         cl.process_file = fv->second;
+      continue;
+    }
+    if (cl.verb == "ps") {
+      flag_with_value(cl.args, i, kPsWithValue);
       continue;
     }
     if (auto fv = flag_with_value(cl.args, i, kCreateWithValue)) {

@@ -260,12 +260,18 @@ void add_sharing_mounts(cdi::OciSpec &oci, const SharingFiles &files, const std:
         at = std::next(mounts.insert(at, cdi::OciSpec{{"destination", dir}, {"type", "bind"},
                                                        {"source", rootfs + dir}, {"options", {"bind"}}}));
   }
+  // /run/gpuslice is the state dir's run/ (read-only): the region socket
+  // there is found by name at each connect, so a monitor started again
+  // after a crash binds a new socket that the container sees
+  // (monitor_restart.hpp); a socket bound onto its own mount point would
+  // stay dead with the monitor that made it. Its other names are empty
+  // files commit makes, mount points for the binds below (none can be made
+  // in a read-only mount).
   mounts.push_back({{"destination", kSharingDir},
-                    {"type", "tmpfs"},
-                    {"source", "tmpfs"},
-                    {"options", {"nosuid", "nodev", "noexec", "mode=755", "size=64k"}}});
+                    {"type", "bind"},
+                    {"source", container_dir + "/" + kRunDirName},
+                    {"options", {"bind", "ro", "nosuid", "nodev", "noexec"}}});
   mounts.push_back(bind_mount(container_dir + "/limits", GS_DEFAULT_LIMITS_PATH));
-  mounts.push_back(bind_mount(container_dir + "/" + kRegionSocketName, GS_DEFAULT_REGION_SOCKET));
   mounts.push_back(bind_mount(config.interposer_path, kInterposerContainerPath));
   if (files.burst)
     mounts.push_back(bind_mount(fs::clean_path(config.state_dir) + "/activity", kActivityContainerPath));

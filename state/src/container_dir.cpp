@@ -19,7 +19,7 @@ namespace gpuslice::state {
 namespace {
 
 constexpr const char *kCreator = "creator";
-constexpr const char *kInit = "init";
+constexpr const char *kInit = kInitRecord;
 constexpr const char *kFormat = "format";
 constexpr std::string_view kFormatPrefix = "gpuslice-state ";
 constexpr std::string_view kTempPrefix = ".new-";
@@ -404,6 +404,12 @@ void remove_contents(int dir_fd, const std::string &shown) {
       throw system_error("cannot remove " + quote(shown + "/" + name));
     remove_dir_at(dir_fd, name, shown + "/" + name);
   }
+}
+
+std::optional<ProcessId> read_process_record(int dir_fd, const char *name) { return read_record(dir_fd, name); }
+
+void write_process_record(int dir_fd, const char *name, const ProcessId &p, const std::string &shown) {
+  write_record(dir_fd, name, p, shown);
 }
 
 } // namespace gpuslice::state

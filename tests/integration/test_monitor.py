@@ -253,6 +253,83 @@ def test_a_sigkilled_process_usage_is_reclaimed(sharing_runtime, test_tmp, spec_
     rt.delete(cid)
 
 
+def monitor_of(state: Path, cid: str) -> int:
+    """The pid the container's gpuslice-shim recorded."""
+    return int((state / "containers" / cid / "monitor").read_text().split()[0])
+
+
+def kill_monitor(state: Path, cid: str) -> int:
+    pid = monitor_of(state, cid)
+    os.kill(pid, signal.SIGKILL)
+    assert wait_for(lambda: not Path(f"/proc/{pid}").exists() or
+                    "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0:1])
+    return pid
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
+def test_a_killed_monitor_is_started_again_on_the_same_region(sharing_runtime, test_tmp, spec_template, bypass_rootfs,
+                                                              driver_accounting, cid):
+    """The monitor is SIGKILLed while a process holds 200 MiB of 256. The
+    next runtime call (state) starts another and logs it; the new one took
+    the region back from the holder: a new process of the container
+    connects to the new socket, sees the 200 MiB charged and is refused
+    100 MiB more. When the container ends, the new monitor removes its
+    state."""
+    rt, state, log = monitored(sharing_runtime, test_tmp, "log")
+    ocitest.copy_with_libs(built("GPUSLICE_SHARE_TEST"), bypass_rootfs, "/bin/share_test")
+    ocitest.copy_with_libs(built("GPUSLICE_HOSTILE"), bypass_rootfs, "/bin/hostile_test")
+    go = DRIVER_DIR / "go"
+    bundle, init = start(rt, test_tmp, spec_template, bypass_rootfs, cid,
+                         "/bin/share_test kernel 60 200 & holder=$!; "
+                         f"while [ ! -e {go} ]; do sleep 0.05; done; "
+                         "/bin/hostile_test alloc 100; echo refused-exit $?; kill $holder")
+    path = state / "containers" / cid / "status"
+
+    def used():
+        return json.loads(text(path) or "{}").get("gpus", {}).get(FAKE_UUID0, {}).get("used_interposer")
+    assert wait_for(lambda: used() == 200 << 20), text(path)
+    old = kill_monitor(state, cid)
+    path.unlink()  # what the new one writes, below
+    rt.run("state", cid)
+    new = monitor_of(state, cid)
+    assert new != old and Path(f"/proc/{new}").exists()
+    runtime_log = text(test_tmp / "log" / "gpuslice-runtime.log")
+    assert (f"gpuslice-shim of container {cid} was gone (pid {old}): started another (pid {new}) "
+            "on the same usage region") in runtime_log, runtime_log
+    assert wait_for(lambda: used() == 200 << 20), text(path)
+    rt.run("state", cid)  # alive: nothing more
+    assert monitor_of(state, cid) == new and runtime_log.count("was gone") == 1
+    go.touch()
+    assert ocitest.wait_pid(init, 30) == 0
+    out = (bundle.path / f"{cid}.out").read_text()
+    assert "refused-exit 1" in out, out + (bundle.path / f"{cid}.err").read_text()  # 1: out of memory
+    assert wait_for(lambda: not (state / "containers" / cid).exists())
+    rt.delete(cid)
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
+def test_a_killed_monitor_of_an_idle_container_gets_a_new_region(sharing_runtime, test_tmp, spec_template,
+                                                                 bypass_rootfs, driver_accounting, cid):
+    """No process took the region: the monitor started again makes a new
+    one, says so, and the container's next process allocates within its
+    limit through it."""
+    rt, state, log = monitored(sharing_runtime, test_tmp, "log")
+    bundle, init = start(rt, test_tmp, spec_template, bypass_rootfs, cid,
+                         f"while [ ! -e {DRIVER_DIR}/go ]; do sleep 0.05; done; "
+                         "/bin/probe dlsym alloc 200Mi ok 256Mi; echo probe-exit $?")
+    old = kill_monitor(state, cid)
+    rt.run("exec", cid, "/bin/sh", "-c", f"touch {DRIVER_DIR}/go")  # exec, as kubelet's probes do
+    runtime_log = text(test_tmp / "log" / "gpuslice-runtime.log")
+    assert f"was gone (pid {old}): started another" in runtime_log and "on a new usage region (no process of the " \
+        "container held the old one)" in runtime_log, runtime_log
+    assert ocitest.wait_pid(init, 30) == 0
+    out = (bundle.path / f"{cid}.out").read_text()
+    assert "probe-exit 0" in out, out + (bundle.path / f"{cid}.err").read_text()
+    rt.delete(cid)
+
+
 # --------------------------------------------------------------------------
 # gpuslice inspect (issue 12, part 4)
 

@@ -26,8 +26,8 @@ from conftest import KIND, built
 LABEL_A = "system_u:object_r:container_file_t:s0:c1,c2"
 LABEL_B = "system_u:object_r:container_file_t:s0:c3,c4"
 SHARED = "system_u:object_r:container_ro_file_t:s0"
-PRIVATE_FILES = ("", "region.sock")  # "" is the state dir itself
-READ_ONLY_FILES = ("limits", "ld.so.preload")  # container_ro_file_t at the container's categories
+PRIVATE_FILES = ("", "run", "run/region.sock")  # "" is the state dir itself; run/ its /run/gpuslice
+READ_ONLY_FILES = ("limits", "ld.so.preload", "run/limits")  # container_ro_file_t at the container's categories
 ALL_FILES = PRIVATE_FILES + READ_ONLY_FILES
 
 
@@ -181,7 +181,7 @@ def test_runc_and_crun_treat_a_mount_label_as_they_do_alone(sharing_runtime, pla
     wrapped = rt.create(bundle, "sel-wrapped", check=False)
     assert (wrapped.returncode == 0) == (plain.returncode == 0), (plain.stderr, wrapped.stderr)
     if wrapped.returncode == 0:
-        assert label_of(state / "containers/sel-wrapped/region.sock") == LABEL_A
+        assert label_of(state / "containers/sel-wrapped/run/region.sock") == LABEL_A
         assert start_and_wait(rt, bundle, "sel-wrapped").count("as expected") == 2
     else:
         assert "context" in wrapped.stderr, wrapped.stderr  # runc's own error, passed on

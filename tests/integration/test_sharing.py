@@ -239,7 +239,7 @@ def test_live_id_is_not_taken_over(sharing_runtime, plain_runtime, test_tmp, spe
         assert f'container id "{cid}" is already in use' in p.stderr, p.stderr
         other.run("delete", "--force", cid, check=False)
         assert (state / "containers" / cid / "limits").read_bytes() == limits
-        assert (state / "containers" / cid / "region.sock").is_socket()
+        assert (state / "containers" / cid / "run" / "region.sock").is_socket()
     finally:
         other.cleanup()
         rt.run("delete", "--force", cid, check=False)

@@ -272,11 +272,18 @@ TEST_CASE("selinux: create labels each file of a container with limits, and noth
                          {"fd", dir, kMount},
                          {"fd", dir + "/limits", kMountReadOnly},
                          {"fd", dir + "/ld.so.preload", kMountReadOnly},
+                         {"fd", dir + "/run", kMount},
+                         {"fd", dir + "/run/limits", kMountReadOnly},
+                         {"fd", dir + "/run/libgpuslice-cuda.so", kMountReadOnly},
+                         {"fd", dir + "/run/activity", kMountReadOnly},
                          {"fd", "/memfd:gpuslice-region (deleted)", kMount},
+                         {"fd", dir + "/region-id", kMountReadOnly},
                          {"sockcreate", "", kProcess},
                          {"sockcreate", "", ""},
-                         {"link", dir + "/region.sock", kMount},
+                         {"link", dir + "/run/region.sock", kMount},
                          {"fd", t / "state/activity", kShared},
+                         {"fd", dir + "/monitor-args", kMountReadOnly},
+                         {"fd", dir + "/selinux", kMountReadOnly},
                      });
 
   SECTION("a label that cannot be set leaves nothing behind") {

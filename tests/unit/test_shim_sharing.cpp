@@ -139,8 +139,14 @@ TEST_CASE("prepare_bundle wires limits: state dir, region socket, read-only moun
   CHECK((lst.st_mode & 0222) == 0); // read-only
   CHECK(fs::read_file(dir + "/ld.so.preload") == std::string(kInterposerContainerPath) + "\n/usr/lib/libimage.so\n");
   struct stat sock {};
-  REQUIRE(::stat((dir + "/region.sock").c_str(), &sock) == 0);
+  REQUIRE(::stat((dir + "/run/region.sock").c_str(), &sock) == 0);
   CHECK(S_ISSOCK(sock.st_mode));
+  // run/ is the container's /run/gpuslice: the socket, and mount points
+  for (const char *name : {"limits", "libgpuslice-cuda.so"}) {
+    struct stat mp {};
+    REQUIRE(::lstat((dir + "/run/" + name).c_str(), &mp) == 0);
+    CHECK((S_ISREG(mp.st_mode) && mp.st_size == 0));
+  }
   struct stat dst {};
   REQUIRE(::stat(dir.c_str(), &dst) == 0);
   CHECK((dst.st_mode & 07777) == 0700);
@@ -151,16 +157,16 @@ TEST_CASE("prepare_bundle wires limits: state dir, region socket, read-only moun
   for (const auto &m : mounts)
     order.push_back(m["destination"]);
   CHECK(order == std::vector<std::string>{"/etc", "/run", "/run/gpuslice", "/run/gpuslice/limits",
-                                          "/run/gpuslice/region.sock", kInterposerContainerPath, "/etc/ld.so.preload"});
+                                          kInterposerContainerPath, "/etc/ld.so.preload"});
   CHECK(mounts[0]["source"] == n.t / "b/rootfs/etc"); // pins: the directory onto itself, first
   CHECK(mounts[0]["options"] == cdi::OciSpec::parse(R"(["bind"])"));
   CHECK(mounts[1]["source"] == n.t / "b/rootfs/run");
-  CHECK(mounts[2]["type"] == "tmpfs");
+  CHECK(mounts[2]["source"] == dir + "/run"); // a directory: a restarted monitor's socket is seen there
+  CHECK(mounts[2]["options"] == cdi::OciSpec::parse(R"(["bind", "ro", "nosuid", "nodev", "noexec"])"));
   CHECK(mounts[3]["source"] == dir + "/limits");
-  CHECK(mounts[4]["source"] == dir + "/region.sock");
-  CHECK(mounts[5]["source"] == n.t / "interposer.so");
-  CHECK(mounts[6]["source"] == dir + "/ld.so.preload");
-  for (std::size_t i = 3; i <= 6; i++) // nothing of gpuslice's is writable in the container
+  CHECK(mounts[4]["source"] == n.t / "interposer.so");
+  CHECK(mounts[5]["source"] == dir + "/ld.so.preload");
+  for (std::size_t i = 3; i <= 5; i++) // nothing of gpuslice's is writable in the container
     CHECK(mounts[i]["options"] == cdi::OciSpec::parse(R"(["rbind", "ro", "nosuid", "nodev"])"));
 }
 
@@ -178,8 +184,8 @@ TEST_CASE("prepare_bundle: pins go before every mount of the spec", "[shim][shar
     order.push_back(m["destination"]);
   // (/var/run/secrets lands in /run where the image links /var/run to /run)
   CHECK(order == std::vector<std::string>{"/etc", "/run", "/proc", "/etc/hosts", "/var/run/secrets", "/run/secrets/x",
-                                          "/run/gpuslice", "/run/gpuslice/limits", "/run/gpuslice/region.sock",
-                                          kInterposerContainerPath, "/etc/ld.so.preload"});
+                                          "/run/gpuslice", "/run/gpuslice/limits", kInterposerContainerPath,
+                                          "/etc/ld.so.preload"});
 }
 
 TEST_CASE("prepare_bundle: burst mounts the node's activity table read-only; a read-only root gets no pins",

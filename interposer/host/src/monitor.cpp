@@ -147,24 +147,37 @@ void become_daemon(const std::vector<int> &keep) {
 
 // Runs `in_grandchild` in a grandchild of this process (nobody's child once
 // the middle one exits: a program that waits for any child must not reap
-// the monitor), and returns once it is on its way.
-template <typename Fn> void start_grandchild(Fn in_grandchild) {
+// the monitor), and returns its pid once it is on its way.
+template <typename Fn> pid_t start_grandchild(Fn in_grandchild) {
+  int pid_pipe[2];
+  if (::pipe2(pid_pipe, O_CLOEXEC) != 0)
+    throw system_error("cannot start the container's monitor (pipe)");
+  UniqueFd pid_read(pid_pipe[0]), pid_write(pid_pipe[1]);
   const pid_t child = ::fork();
   if (child < 0)
     throw system_error("cannot start the container's monitor (fork)");
   if (child == 0) {
+    pid_read.reset();
     const pid_t monitor = ::fork();
     if (monitor == 0) {
+      pid_write.reset();
       in_grandchild();
       ::_exit(0);
     }
+    if (monitor > 0)
+      (void)!::write(pid_write.get(), &monitor, sizeof monitor);
     ::_exit(monitor < 0 ? 1 : 0);
+  }
+  pid_write.reset();
+  pid_t monitor = -1;
+  while (::read(pid_read.get(), &monitor, sizeof monitor) < 0 && errno == EINTR) {
   }
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || monitor <= 0)
     throw Error("cannot start the container's monitor (second fork failed)");
+  return monitor;
 }
 
 // Moves `from` (or nothing: -1) to exactly `to`, inheritable.
@@ -225,7 +238,9 @@ void run_monitor(MonitorSetup &setup) {
     if (interval)
       ::timerfd_settime(interval.get(), 0, &period, nullptr);
   }
-  bool watching_init = false;
+  bool watching_init = setup.init_pid > 0;
+  if (watching_init && setup.on_init)
+    setup.on_init(setup.init_pid);
   for (;;) {
     // An fd of -1 is ignored by poll: no timer, no entry.
     pollfd fds[4] = {{setup.listener.get(), POLLIN, 0},
@@ -280,13 +295,15 @@ void spawn_monitor(MonitorSetup setup) {
   });
 }
 
-void exec_monitor(MonitorSetup setup, const std::string &program, const std::vector<std::string> &args) {
+pid_t exec_monitor(MonitorSetup setup, const std::string &program, const std::vector<std::string> &args) {
   std::vector<std::string> argv{program, "--listener", std::to_string(kShimListenerFd), "--region",
                                 std::to_string(kShimRegionFd), "--watched", std::to_string(kShimWatchedFd)};
   if (setup.activity_table)
     argv.insert(argv.end(), {"--activity", std::to_string(kShimActivityFd)});
   if (!setup.pid_file.empty())
     argv.insert(argv.end(), {"--pid-file", setup.pid_file});
+  if (setup.init_pid > 0)
+    argv.insert(argv.end(), {"--init", std::to_string(setup.init_pid)});
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char *> c_argv;
   for (auto &a : argv)
@@ -300,7 +317,7 @@ void exec_monitor(MonitorSetup setup, const std::string &program, const std::vec
   if (::pipe2(status_pipe, O_CLOEXEC) != 0)
     throw system_error("cannot start the container's monitor (pipe)");
   UniqueFd status_read(status_pipe[0]), status_write(status_pipe[1]);
-  start_grandchild([&] {
+  const pid_t monitor = start_grandchild([&] {
     // Above every number they go to first, so that no move overwrites
     // another still to be moved.
     const int sources[] = {setup.listener.get(), setup.region.get(), setup.watched.get(), setup.activity_table.get()};
@@ -326,6 +343,7 @@ void exec_monitor(MonitorSetup setup, const std::string &program, const std::vec
   }
   if (n == static_cast<ssize_t>(sizeof err))
     throw system_error("cannot start the container's monitor " + quote(program), err);
+  return monitor;
 }
 
 } // namespace gpuslice::sharing

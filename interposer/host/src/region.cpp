@@ -11,11 +11,13 @@ extern "C" {
 #include "gpuslice/region.h"
 }
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -150,6 +152,59 @@ uint64_t container_id(int fd) {
   if (::fstat(fd, &st) != 0)
     throw system_error("cannot stat the region");
   return GS_CONTAINER_ID(st.st_dev, st.st_ino);
+}
+
+RegionId region_id(int region_fd) {
+  struct stat st {};
+  if (::fstat(region_fd, &st) != 0)
+    throw system_error("cannot stat the region");
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+}
+
+std::string to_text(const RegionId &id) { return std::to_string(id.dev) + " " + std::to_string(id.ino); }
+
+std::optional<RegionId> parse_region_id(std::string_view text) {
+  RegionId id;
+  const char *end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, id.dev);
+  if (ec != std::errc() || p == end || *p != ' ')
+    return std::nullopt;
+  auto [q, ec2] = std::from_chars(p + 1, end, id.ino);
+  if (ec2 != std::errc() || q != end || id.ino == 0)
+    return std::nullopt;
+  return id;
+}
+
+UniqueFd recover_region(const std::vector<int> &pids, const RegionId &id) {
+  for (int pid : pids) {
+    const std::string dir = "/proc/" + std::to_string(pid) + "/map_files";
+    UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir_fd)
+      continue;
+    DIR *d = ::fdopendir(::dup(dir_fd.get()));
+    if (!d)
+      continue;
+    UniqueFd found;
+    while (const dirent *e = ::readdir(d)) {
+      if (e->d_name[0] == '.')
+        continue;
+      // stat follows the entry to the mapped file: its inode, no opening
+      struct stat st {};
+      if (::fstatat(dir_fd.get(), e->d_name, &st, 0) != 0 || static_cast<uint64_t>(st.st_dev) != id.dev ||
+          static_cast<uint64_t>(st.st_ino) != id.ino)
+        continue;
+      found.reset(::openat(dir_fd.get(), e->d_name, O_RDWR | O_CLOEXEC));
+      // the same inode, checked again on what was opened (the mapping may
+      // have changed in between)
+      if (found && region_id(found.get()) == id)
+        break;
+      found.reset();
+    }
+    ::closedir(d);
+    if (found)
+      return found;
+  }
+  return UniqueFd();
 }
 
 std::string uuid_text(const std::array<uint8_t, 16> &uuid) {

@@ -57,6 +57,7 @@ public:
   Labeler() = default; // inactive
 
   bool active() const { return active_; }
+  const std::optional<ContainerLabels> &labels() const { return labels_; }
 
   // An open file this process created. Throws Error (fail closed: a
   // container whose files the kernel would deny it must not start without

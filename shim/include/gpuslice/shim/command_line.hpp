@@ -15,7 +15,7 @@ struct CommandLine {
   std::size_t verb_index = 0;    // index of the verb in args
   std::string bundle;            // create/run: --bundle/-b, else ""
   std::string pid_file;          // create/run: --pid-file, else ""
-  std::string container_id;      // create/run/delete/exec: the positional argument
+  std::string container_id;      // create/run/delete and checks_monitor() verbs: the positional argument
   std::string process_file;      // exec: --process/-p, else ""
   std::string log_path;          // global --log
   std::string log_format;        // global --log-format (text or json)
@@ -25,6 +25,11 @@ struct CommandLine {
   // exec.
   bool edits_bundle() const { return verb == "create" || verb == "run"; }
   bool deletes() const { return verb == "delete"; }
+  // Verbs of a running container's life, which restart its monitor when it
+  // is gone (monitor_start.hpp); container_id is set for them too.
+  bool checks_monitor() const {
+    return verb == "start" || verb == "state" || verb == "exec" || verb == "ps" || verb == "pause" || verb == "resume";
+  }
 
   // Adds "--pid-file=PATH" right after the verb.
   void add_pid_file(const std::string &path);

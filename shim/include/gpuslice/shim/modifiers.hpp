@@ -5,6 +5,8 @@
 // rollback. A new concern (SELinux labels, admission) is one more modifier.
 #pragma once
 
+#include <sys/types.h>
+
 #include "gpuslice/cdi/apply.hpp"
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/selinux/labeler.hpp"
@@ -66,6 +68,11 @@ std::unique_ptr<Modifier> selinux_modifier(selinux::System &system = selinux::li
 // ctx.plan.labeler (the pid file runc will write is request_pid_file, set to one
 // in the state dir when empty). On failure nothing is left.
 void commit(CreateContext &ctx, std::string &request_pid_file, const std::string &config_json);
+
+// Writes `text` to a new file dir_fd/name (`shown` names the dir in errors)
+// and labels it the container's read-only file. Throws Error.
+void write_in(int dir_fd, const std::string &name, const std::string &text, mode_t mode, const std::string &shown,
+              const selinux::Labeler &labeler);
 
 // runtime.shim-path, or gpuslice-shim beside this very program.
 std::string shim_program(const Config &config);

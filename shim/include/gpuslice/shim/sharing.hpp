@@ -32,7 +32,8 @@ namespace gpuslice::shim {
 inline constexpr const char *kSharingDir = "/run/gpuslice";
 inline constexpr const char *kInterposerContainerPath = "/run/gpuslice/libgpuslice-cuda.so";
 inline constexpr const char *kActivityContainerPath = "/run/gpuslice/activity";
-inline constexpr const char *kRegionSocketName = "region.sock"; // in the state dir
+inline constexpr const char *kRunDirName = "run";               // in the state dir: the container's /run/gpuslice
+inline constexpr const char *kRegionSocketName = "region.sock"; // in run/
 
 // One claimed CDI device and the env its edits set (the spec's common
 // edits, then the device's own).

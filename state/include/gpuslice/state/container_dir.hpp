@@ -60,6 +60,14 @@ std::string to_text(const ProcessId &p);
 std::optional<ProcessId> parse_process_id(std::string_view text);
 bool process_alive(const ProcessId &p);
 
+// The records of a container dir (opened as `dir_fd`) besides `creator`:
+// its init, and its monitor (gpuslice-shim, which records itself). nullopt
+// when missing or not a record.
+inline constexpr const char *kInitRecord = "init";
+inline constexpr const char *kMonitorRecord = "monitor";
+std::optional<ProcessId> read_process_record(int dir_fd, const char *name);
+void write_process_record(int dir_fd, const char *name, const ProcessId &p, const std::string &shown); // throws Error
+
 // Creates <state_dir>/containers/<id>/ with `creator` set to the calling
 // process, atomically (built under a temporary name, renamed into place
 // without replacing anything). A stale directory of the same id is

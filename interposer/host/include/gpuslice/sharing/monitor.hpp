@@ -13,6 +13,8 @@
 
 #include "gpuslice/common/fd.hpp"
 
+#include <sys/types.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -30,6 +32,9 @@ struct MonitorSetup {
   // ended (runc writes it at create): the monitor then lives as long as that
   // process. No file, or no such process: the container is gone.
   std::string pid_file;
+  // Or, for a monitor started again while the container runs: `watched` is
+  // the container's init already, this pid.
+  int init_pid = 0;
   std::string name = "gpuslice-shim"; // process name (comm)
   std::function<void()> cleanup;      // on exit, whatever the reason
   // gpuslice-shim's enforcement (shim/monitor/): told of each process that
@@ -59,8 +64,9 @@ void spawn_monitor(MonitorSetup setup);
 // of PATH alone. For a caller whose own image must not become the monitor
 // (gpuslice-runtime: a static binary, which could not load NVML).
 // setup.cleanup and setup.name are not used: `args` say what to clean.
+// Returns the monitor's pid.
 inline constexpr int kShimListenerFd = 3, kShimRegionFd = 4, kShimWatchedFd = 5, kShimActivityFd = 6;
-void exec_monitor(MonitorSetup setup, const std::string &program, const std::vector<std::string> &args);
+pid_t exec_monitor(MonitorSetup setup, const std::string &program, const std::vector<std::string> &args);
 
 // The monitor's loop, in the calling process; returns when it is done.
 void run_monitor(MonitorSetup &setup);

@@ -12,7 +12,9 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpuslice::sharing {
@@ -20,6 +22,23 @@ namespace gpuslice::sharing {
 // A fresh region (header written, counters zero), sealed against resizing.
 // Throws Error.
 UniqueFd create_region();
+
+// Which region a descriptor is: its inode (a memfd's is unique while it
+// lives). As the state dir records it: "DEV INO".
+struct RegionId {
+  uint64_t dev = 0, ino = 0;
+  bool operator==(const RegionId &) const = default;
+};
+RegionId region_id(int region_fd); // throws Error
+std::string to_text(const RegionId &id);
+std::optional<RegionId> parse_region_id(std::string_view text);
+
+// The region `id`, taken back from one of `pids` that maps it (their
+// /proc/PID/map_files: root only), for a monitor started again after its
+// predecessor died; the region lives as long as any process maps it. Only
+// a mapping whose inode is `id` is opened, so nothing a process maps in
+// its place is taken for the region. Empty when none maps it.
+UniqueFd recover_region(const std::vector<int> &pids, const RegionId &id);
 
 struct DeviceUsage {
   std::array<uint8_t, 16> uuid{};

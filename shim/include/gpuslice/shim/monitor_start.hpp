@@ -1,0 +1,46 @@
+// Starting a container's monitor (gpuslice-shim), at create and again
+// whenever it is found gone while the container runs.
+//
+// At create, in the container's state dir: run/ (the container's
+// /run/gpuslice, bind-mounted read-only: the region socket, and empty mount
+// points for the limits file, the interposer and the activity table), the
+// usage region (a memfd) and its identity (`region-id`), the monitor's
+// arguments (`monitor-args`) and, on SELinux nodes, the container's labels
+// (`selinux`): everything a monitor started later needs.
+//
+// A monitor can die (the OOM killer, a mistaken kill -9); the container must
+// not go on unmonitored, nor silently. Any later gpuslice-runtime call that
+// names the container (start, state, exec: kubelet's exec probes call it
+// every few seconds, ps, pause, resume, update, events) finds it gone and
+// starts another, with the same arguments, on the same region: taken back
+// from a process of the container that maps it (by the recorded inode,
+// through /proc/PID/map_files), so that what the running processes have
+// charged stays counted. Only when none maps it is a new one made. The
+// socket is bound again in run/, where the container finds it at its next
+// connect. Each restart is one line in gpuslice-runtime's log.
+#pragma once
+
+#include "gpuslice/common/config.hpp"
+#include "gpuslice/shim/modifiers.hpp"
+#include "gpuslice/state/container_dir.hpp"
+
+#include <optional>
+#include <string>
+
+namespace gpuslice::shim {
+
+inline constexpr const char *kMonitorArgsFile = "monitor-args"; // NUL-separated
+inline constexpr const char *kRegionIdFile = "region-id";       // sharing::to_text(RegionId)
+inline constexpr const char *kLabelsFile = "selinux";           // mount label, process label: two lines
+
+// At create: run/, the region, its socket and the monitor, for `ctx`'s
+// container (commit). `pid_file` is runc's --pid-file (one in the state dir
+// when empty). Throws Error.
+void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, std::string &pid_file);
+
+// When container `id` has a monitor that is gone while its init lives,
+// starts another; returns what it did, for the log (nullopt: nothing to
+// do). Throws Error when it had to and could not.
+std::optional<std::string> restart_monitor_if_gone(const Config &config, const std::string &id);
+
+} // namespace gpuslice::shim

@@ -1,0 +1,206 @@
+#include "gpuslice/shim/monitor_start.hpp"
+
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fd.hpp"
+#include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/strings.hpp"
+#include "gpuslice/sharing/activity.hpp"
+#include "gpuslice/sharing/limits.hpp"
+#include "gpuslice/sharing/monitor.hpp"
+#include "gpuslice/sharing/region.hpp"
+#include "gpuslice/selinux/system.hpp"
+#include "gpuslice/shim/sharing.hpp"
+#include "monitor/cgroup.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace gpuslice::shim {
+
+namespace {
+
+constexpr const char *kInitPidFile = "init.pid";
+constexpr std::size_t kMaxStateFile = 64 * 1024;
+
+// "namespace/name" of the pod, from the annotations kubelet's runtime sets
+// (containerd's CRI, then CRI-O's); for the monitor's log lines only.
+std::optional<std::string> pod_of(const cdi::OciSpec &oci) {
+  auto annotations = oci.find("annotations");
+  if (annotations == oci.end() || !annotations->is_object())
+    return std::nullopt;
+  for (const auto &[ns_key, name_key] :
+       {std::pair{"io.kubernetes.cri.sandbox-namespace", "io.kubernetes.cri.sandbox-name"},
+        std::pair{"io.kubernetes.pod.namespace", "io.kubernetes.pod.name"}}) {
+    auto ns = annotations->find(ns_key), name = annotations->find(name_key);
+    if (ns != annotations->end() && name != annotations->end() && ns->is_string() && name->is_string())
+      return ns->get<std::string>() + "/" + name->get<std::string>();
+  }
+  return std::nullopt;
+}
+
+// The name in run/ of a path in the container's /run/gpuslice.
+std::string name_in_run(std::string_view container_path) {
+  return std::string(container_path.substr(container_path.rfind('/') + 1));
+}
+
+UniqueFd open_dir_in(int parent, const char *name, const std::string &shown) {
+  UniqueFd fd(::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd)
+    throw system_error("cannot open " + quote(shown));
+  return fd;
+}
+
+std::optional<std::string> read_in(int dir_fd, const char *name) {
+  UniqueFd f(::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!f)
+    return std::nullopt;
+  return fs::read_fd(f.get(), name, kMaxStateFile);
+}
+
+// The socket in run/ (any earlier one replaced), labelled.
+UniqueFd listen_in_run(int run_fd, const std::string &run_path, const selinux::Labeler &labeler) {
+  const std::string socket_path = run_path + "/" + kRegionSocketName;
+  UniqueFd listener;
+  {
+    const auto socket_label = labeler.socket_label();
+    listener = sharing::listen_region_socket(run_fd, kRegionSocketName, socket_path);
+  }
+  labeler.label_in_dir(run_fd, kRegionSocketName, selinux::Share::private_file, socket_path);
+  return listener;
+}
+
+UniqueFd open_activity(const Config &config, const selinux::Labeler &labeler) {
+  const std::string activity = fs::clean_path(config.state_dir) + "/activity";
+  UniqueFd table = sharing::open_activity_table(activity);
+  labeler.label_fd(table.get(), selinux::Share::shared_read_only, activity);
+  return table;
+}
+
+} // namespace
+
+void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, std::string &pid_file) {
+  const selinux::Labeler &labeler = ctx.plan.labeler;
+  const Config &c = ctx.config;
+  const std::string run_path = dir.path + "/" + kRunDirName;
+  if (::mkdirat(dir.fd.get(), kRunDirName, 0755) != 0)
+    throw system_error("cannot create " + quote(run_path));
+  const UniqueFd run = open_dir_in(dir.fd.get(), kRunDirName, run_path);
+  labeler.label_fd(run.get(), selinux::Share::private_file, run_path);
+  std::vector<std::string> mount_points{"limits", name_in_run(kInterposerContainerPath)};
+  if (ctx.plan.burst)
+    mount_points.push_back(name_in_run(kActivityContainerPath));
+  for (const auto &name : mount_points)
+    write_in(run.get(), name, "", 0444, run_path, labeler);
+
+  sharing::MonitorSetup monitor;
+  monitor.region = sharing::create_region();
+  labeler.label_fd(monitor.region.get(), selinux::Share::private_file, "the usage region");
+  write_in(dir.fd.get(), kRegionIdFile, sharing::to_text(sharing::region_id(monitor.region.get())), 0400, dir.path,
+           labeler);
+  monitor.listener = listen_in_run(run.get(), run_path, labeler);
+  if (ctx.plan.burst)
+    monitor.activity_table = open_activity(c, labeler);
+  // This process becomes runc (exec): once it exits, `create` is over and
+  // runc has written the init's pid.
+  monitor.watched = sharing::open_pidfd(static_cast<int>(::getpid()));
+  if (pid_file.empty())
+    pid_file = dir.path + "/" + kInitPidFile;
+  monitor.pid_file = fs::absolute(pid_file);
+  const auto creator = state::process_id(static_cast<int>(::getpid()));
+  if (!creator)
+    throw Error("cannot read this process's start time from /proc");
+  // It removes the state dir when the container ends, only if it is still
+  // the one this process created, and checks the container's GPU memory
+  // against the driver's accounting meanwhile.
+  const uint64_t tolerance =
+      with_context("monitor.memory-tolerance", [&] { return sharing::parse_size(c.monitor_memory_tolerance); });
+  std::vector<std::string> args{"--state-dir", fs::clean_path(c.state_dir), "--id", ctx.container_id, "--creator",
+                                state::to_text(*creator),
+                                "--limits", dir.path + "/limits", "--interval-ms", std::to_string(c.monitor_interval_ms),
+                                "--action", c.monitor_action, "--tolerance", std::to_string(tolerance),
+                                "--nvml", c.monitor_nvml_path};
+  if (c.log.target == "file")
+    args.insert(args.end(), {"--log-file", c.log.directory + "/gpuslice-shim.log"});
+  if (auto pod = pod_of(ctx.spec.json()))
+    args.insert(args.end(), {"--pod", *pod});
+  std::string saved;
+  for (const auto &a : args)
+    saved += a + '\0';
+  write_in(dir.fd.get(), kMonitorArgsFile, saved, 0400, dir.path, labeler);
+  if (const auto &labels = labeler.labels(); labeler.active() && labels)
+    write_in(dir.fd.get(), kLabelsFile, labels->private_file + "\n" + labels->socket + "\n", 0400, dir.path, labeler);
+  const pid_t pid = sharing::exec_monitor(std::move(monitor), shim_program(c), args);
+  if (const auto self = state::process_id(pid))
+    state::write_process_record(dir.fd.get(), state::kMonitorRecord, *self, dir.path);
+}
+
+std::optional<std::string> restart_monitor_if_gone(const Config &config, const std::string &id) {
+  if (!state::is_safe_container_id(id) || !fs::is_absolute(config.state_dir))
+    return std::nullopt;
+  const std::string path = fs::clean_path(config.state_dir) + "/containers/" + id;
+  UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir)
+    return std::nullopt; // no limits, or gone
+  // One restarter at a time (kubelet may run probes at once).
+  if (::flock(dir.get(), LOCK_EX) != 0)
+    throw system_error("cannot lock " + quote(path));
+  const auto saved = read_in(dir.get(), kMonitorArgsFile);
+  if (!saved)
+    return std::nullopt; // a container without a monitor (or of an older gpuslice)
+  const auto old = state::read_process_record(dir.get(), state::kMonitorRecord);
+  if (old && state::process_alive(*old))
+    return std::nullopt;
+  const auto init = state::read_process_record(dir.get(), state::kInitRecord);
+  if (!init || !state::process_alive(*init))
+    return std::nullopt; // not started yet, or ended: poststop and the next create clean up
+  return with_context("container " + quote(id) + ": its monitor (gpuslice-shim) is gone", [&]() -> std::string {
+    sharing::MonitorSetup monitor;
+    monitor.watched = sharing::open_pidfd(init->pid);
+    if (state::process_id(init->pid) != init) // the pid was reused before the pidfd was taken
+      throw Error("its init (pid " + std::to_string(init->pid) + ") ended meanwhile");
+    monitor.init_pid = init->pid;
+    selinux::Labeler labeler;
+    if (const auto labels = read_in(dir.get(), kLabelsFile)) {
+      const auto lines = split(*labels, '\n', EmptyParts::keep);
+      if (lines.size() < 2)
+        throw Error("its " + quote(path + "/" + kLabelsFile) + " is not a mount label and a process label");
+      labeler = selinux::Labeler(selinux::libselinux(), selinux::parse_mode(config.selinux_label),
+                                 selinux::container_labels(lines[0], lines[1].empty() ? std::nullopt
+                                                                                      : std::optional(lines[1]),
+                                                           config.selinux_shared_file_label));
+    }
+    // The region its processes have charged, taken back from one of them.
+    std::string region_note = "the same usage region";
+    const auto id_text = read_in(dir.get(), kRegionIdFile);
+    const auto region_id = id_text ? sharing::parse_region_id(*id_text) : std::nullopt;
+    if (region_id) {
+      std::vector<int> pids{init->pid};
+      if (const auto cgroup = monitor::cgroup_of(init->pid))
+        pids = monitor::cgroup_processes(*cgroup);
+      monitor.region = sharing::recover_region(pids, *region_id);
+    }
+    if (!monitor.region) {
+      monitor.region = sharing::create_region();
+      region_note = "a new usage region (no process of the container held the old one)";
+      labeler.label_fd(monitor.region.get(), selinux::Share::private_file, "the usage region");
+      fs::write_file_atomic(path + "/" + kRegionIdFile, sharing::to_text(sharing::region_id(monitor.region.get())),
+                            0400);
+    }
+    const std::string run_path = path + "/" + kRunDirName;
+    const UniqueFd run = open_dir_in(dir.get(), kRunDirName, run_path);
+    monitor.listener = listen_in_run(run.get(), run_path, labeler);
+    if (::faccessat(run.get(), name_in_run(kActivityContainerPath).c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+      monitor.activity_table = open_activity(config, labeler);
+    std::vector<std::string> args = split(*saved, '\0', EmptyParts::skip);
+    const pid_t pid = sharing::exec_monitor(std::move(monitor), shim_program(config), args);
+    if (const auto self = state::process_id(pid))
+      state::write_process_record(dir.get(), state::kMonitorRecord, *self, path);
+    return "gpuslice-shim of container " + id + " was gone" +
+           (old ? " (pid " + std::to_string(old->pid) + ")" : std::string()) + ": started another (pid " +
+           std::to_string(pid) + ") on " + region_note;
+  });
+}
+
+} // namespace gpuslice::shim

@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -164,6 +165,14 @@ int run(int argc, char **argv) {
 }
 
 } // namespace
+
+// A static libstdc++'s default terminate handler prints the demangled type
+// of an uncaught exception, which links the demangler: 50 KiB of text that
+// every monitor would map. Every Error is caught in main; anything else is
+// a bug, and aborts as it would anyway.
+namespace __gnu_cxx {
+void __verbose_terminate_handler() { std::abort(); }
+} // namespace __gnu_cxx
 
 int main(int argc, char **argv) {
   try {

@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "integration"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import benchlib  # noqa: E402
 import ocitest  # noqa: E402
 
 RSS_TARGET_KIB = 2048
@@ -90,19 +92,14 @@ def report(name: str, m: dict) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--wrapper", default=os.environ.get("GPUSLICE_RUNTIME", ""),
-                    help="gpuslice-runtime (default $GPUSLICE_RUNTIME); gpuslice-shim beside it")
+    benchlib.add_wrapper_argument(ap, "gpuslice-runtime; gpuslice-shim beside it")
     ap.add_argument("--interposer", default="", help="libgpuslice-cuda.so (default: the build's, beside the wrapper)")
     ap.add_argument("-n", "--containers", type=int, default=20)
     ap.add_argument("--window", type=float, default=10.0, help="seconds of CPU measurement (default 10)")
     ap.add_argument("--json", action="store_true", help="also print the raw figures as JSON")
     ap.add_argument("--check", action="store_true", help="exit 1 when the RSS target is missed")
     a = ap.parse_args()
-    if os.geteuid() != 0:
-        raise SystemExit("run as root")
-    if not a.wrapper:
-        raise SystemExit("no wrapper: pass --wrapper PATH or set GPUSLICE_RUNTIME")
-    wrapper = os.path.abspath(a.wrapper)
+    wrapper = benchlib.wrapper_as_root(a)
     build = Path(wrapper).resolve().parent.parent
     interposer = a.interposer or str(build / "interposer" / "libgpuslice-cuda.so")
     hook = str(build / "hook" / "gpuslice-hook")

@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "integration"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import benchlib  # noqa: E402
 import ocitest  # noqa: E402
 
 TARGETS = {"none": 1.05, "devices": 1.10}
@@ -61,8 +63,7 @@ def summarize(times: list[float]) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--wrapper", default=os.environ.get("GPUSLICE_RUNTIME", ""),
-                    help="the runc-compatible wrapper (default $GPUSLICE_RUNTIME)")
+    benchlib.add_wrapper_argument(ap, "the runc-compatible wrapper")
     ap.add_argument("--runtime", default="runc", help="low-level runtime: runc or crun or a path (default runc)")
     ap.add_argument("-n", "--iterations", type=int, default=50, help="cycles per runtime and scenario (default 50)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed cycles first (default 3)")
@@ -71,11 +72,7 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
     a = ap.parse_args()
 
-    if os.geteuid() != 0:
-        raise SystemExit("run as root")
-    if not a.wrapper:
-        raise SystemExit("no wrapper: pass --wrapper PATH or set GPUSLICE_RUNTIME")
-    wrapper = os.path.abspath(a.wrapper)
+    wrapper = benchlib.wrapper_as_root(a)
     lowlevel = shutil.which(a.runtime) or a.runtime
     if not os.access(lowlevel, os.X_OK):
         raise SystemExit(f"runtime {a.runtime!r} not found")

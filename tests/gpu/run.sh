@@ -7,7 +7,13 @@
 #     a 9 GiB tensor raises torch.cuda.OutOfMemoryError, 7 GiB works;
 #  4. compute shares: two processes at 30 / 70 (policy fixed) running a
 #     matmul loop together; each one's throughput relative to running alone
-#     must be its share +- 5 points.
+#     must be its share +- 5 points;
+#  5. gpuslice-shim's enforcement on the real NVML: `gpuslice-shim
+#     --query-gpus` lists the GPUs; a PyTorch process in a cgroup of its own
+#     takes 2 GiB without the interposer (a bypass) against a 1 GiB limit,
+#     and nvml_breach (the monitor's Enforcer, kill, 100 ms) must kill it;
+#     it prints what NVML counted for it (the CUDA context's own memory
+#     included, which the interposer does not count: monitor.memory-tolerance).
 # Usage: tests/gpu/run.sh [BUILD_DIR]   (prints everything; exit 1 on a failure)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -19,7 +25,7 @@ note() { printf '\n== %s\n' "$*"; }
 note "build"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j"$(nproc)" --target gpuslice gpuslice_cuda
+cmake --build "$build" -j"$(nproc)" --target gpuslice gpuslice_cuda gpuslice-shim nvml_breach
 cc -O2 -std=c11 -Iinterposer/include tests/gpu/driver_test.c -o "$build/driver_test" -ldl
 gs="$build/cli/gpuslice"
 export GPUSLICE_INTERPOSER_LIB="$PWD/$build/interposer/libgpuslice-cuda.so"
@@ -81,6 +87,24 @@ for pair in "a 30" "b 70"; do
   echo "container $1: $rate matmul/s = $share% of alone (wanted $2 +- 5)"
   awk -v s="$share" -v w="$2" 'BEGIN { d = s - w; if (d < 0) d = -d; exit !(d <= 5) }' || fail=1
 done
+
+note "gpuslice-shim on the real NVML: a 2 GiB bypass against a 1 GiB limit"
+"$build/shim/gpuslice-shim" --query-gpus || fail=1
+if [[ -e /sys/fs/cgroup/cgroup.controllers ]]; then cg=/sys/fs/cgroup/gpuslice-gpu-check-$$
+else cg=/sys/fs/cgroup/freezer/gpuslice-gpu-check-$$; fi
+mkdir -p "$cg"
+sh -c 'echo $$ > "$1/cgroup.procs" && exec python3 -c "
+import time, torch
+x = torch.empty(2 << 30, dtype=torch.uint8, device=\"cuda\"); x.fill_(1); torch.cuda.synchronize()
+print(\"holding 2 GiB\", flush=True); time.sleep(60)"' sh "$cg" &
+victim=$!
+sleep 8 # CUDA's start and the allocation
+"$build/tests/gpu/nvml_breach" libnvidia-ml.so.1 "$victim" $((1 << 30)) 60 || fail=1
+status=0
+wait "$victim" 2>/dev/null || status=$?
+echo "the PyTorch process ended with status $status (137: SIGKILL)"
+[[ $status == 137 ]] || fail=1
+rmdir "$cg" 2>/dev/null || true
 
 note "result"
 if [[ $fail == 0 ]]; then echo "all GPU checks passed"; else echo "SOME GPU CHECKS FAILED"; fi

@@ -1,6 +1,8 @@
 // gpuslice-hook STAGE: the OCI hook runc runs for GPU containers, with the
 // container state on stdin. createRuntime (prestart under podman / CRI-O)
-// sets up the container's state dir, poststop removes it. It runs as root on
+// sets up the container's state dir, poststop removes it; prestart, which
+// only hooks.d runs, first refuses a GPU container gpuslice-runtime did not
+// create (hook/unprepared.hpp). It runs as root on
 // the host with the environment gpuslice-runtime gave it, never the
 // container's.
 #include "gpuslice/common/config.hpp"
@@ -8,6 +10,7 @@
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/log.hpp"
 #include "gpuslice/hook/state.hpp"
+#include "gpuslice/hook/unprepared.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
 #include <spdlog/spdlog.h>
@@ -27,6 +30,8 @@ const std::string kUsage =
                 "  the OCI hook gpuslice-runtime adds to GPU containers; reads the OCI container state on stdin\n"
                 "  createRuntime, prestart: record the container's init in <state-dir>/containers/<id>/\n"
                 "    (0700, created when missing)\n"
+                "  prestart (podman's and CRI-O's hooks.d): first refuse a container that requests CDI devices\n"
+                "    but was not created through gpuslice-runtime (the hook does not inject devices itself)\n"
                 "  poststop: remove that directory\n"
                 "  config: $GPUSLICE_CONFIG or ") +
     kDefaultConfigPath + " ([runtime] state-dir)\n";
@@ -55,6 +60,8 @@ int main(int argc, char **argv) {
       state::remove_container_dir(config.state_dir, state.id);
       spdlog::info("container {}: state removed", state.id);
     } else {
+      if (stage == "prestart") // podman's and CRI-O's hooks.d: maybe without gpuslice-runtime
+        hook::refuse_unprepared(state, config);
       const auto dir = state::record_init(config.state_dir, state.id, state.pid);
       spdlog::info("container {} ({}): init {} recorded in {}", state.id, stage, state.pid, dir.path);
     }

@@ -12,6 +12,8 @@ import concurrent.futures
 import json
 import os
 
+from pathlib import Path
+
 import pytest
 
 import ocitest
@@ -212,6 +214,56 @@ def test_gpuslice_hook_state_dir(gpuslice_runtime, bundle, fake_gpu, gpuslice_st
         gpuslice_runtime.delete(cid, force=True)
     assert not cdir.exists()
     assert gpuslice_runtime.list_ids() == []
+
+
+def hooks_d_prestart(bundle, hook: str, config: Path) -> None:
+    """What podman and CRI-O add from the packaged oci-hooks.d file."""
+    bundle.spec.setdefault("hooks", {}).setdefault("prestart", []).append(
+        {"path": hook, "args": ["gpuslice-hook", "prestart"], "env": ["PATH=/usr/bin:/bin", f"GPUSLICE_CONFIG={config}"],
+         "timeout": 30})
+
+
+@pytest.mark.gpuslice
+def test_hook_mode_refuses_a_gpu_container_it_cannot_inject(request, plain_runtime, bundle, fake_gpu, test_tmp,
+                                                            gpuslice_config, gpuslice_state_dir, cid):
+    """runc or crun with gpuslice-hook as hooks.d adds it, no gpuslice-runtime
+    in front: a container with a cdi.k8s.io/ annotation would start without
+    its GPU and limits. It does not start, and the error names the device
+    and what to do. Without a request, the hook lets it run."""
+    from conftest import gpuslice_hook_path
+    hook = gpuslice_hook_path(request.config)
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    hooks_d_prestart(bundle, hook, gpuslice_config)
+    bundle.write()
+    p = plain_runtime.create(bundle, cid, check=False)
+    assert p.returncode != 0
+    refusal = f"requests CDI devices {fake_gpu.qualified('0')} but was not created through gpuslice-runtime"
+    # runc shows the hook's stderr; crun only its exit code, so also the log
+    assert refusal in p.stderr or plain_runtime.name == "crun", p.stderr
+    hook_log = (test_tmp / "gpuslice-log" / "gpuslice-hook.log").read_text()
+    assert refusal in hook_log, hook_log
+    plain_runtime.run("delete", "--force", cid, check=False)
+    assert cid not in plain_runtime.list_ids()
+    assert not (gpuslice_state_dir / "containers" / cid).exists()
+
+    del bundle.spec["annotations"][ANNOTATION]
+    bundle.write()
+    plain_runtime.create(bundle, cid + "-plain")
+    plain_runtime.delete(cid + "-plain", force=True)
+
+
+@pytest.mark.gpuslice
+def test_hook_mode_next_to_gpuslice_runtime_changes_nothing(request, gpuslice_runtime, bundle, fake_gpu,
+                                                            gpuslice_config, cid):
+    """CRI-O with both gpuslice-runtime and the hooks.d file: the wrapper
+    prepared the container, so the prestart hook lets it run."""
+    from conftest import gpuslice_hook_path
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    hooks_d_prestart(bundle, gpuslice_hook_path(request.config), gpuslice_config)
+    bundle.write()
+    gpuslice_runtime.create(bundle, cid)
+    gpuslice_runtime.start(cid)
+    gpuslice_runtime.delete(cid, force=True)
 
 
 @pytest.mark.gpuslice

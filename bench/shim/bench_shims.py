@@ -54,19 +54,7 @@ def cpu_ticks(pid: int) -> int:
 
 
 def shims_of(ids: set[str]) -> list[int]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            if os.path.basename(os.readlink(proc / "exe")) != "gpuslice-shim":
-                continue
-            args = [a.decode() for a in (proc / "cmdline").read_bytes().split(b"\0")]
-            if ids & set(args):
-                found.append(int(proc.name))
-        except OSError:
-            continue
-    return found
+    return [pid for pid, argv in ocitest.monitors().items() if ids & set(argv)]
 
 
 def measure(pids: list[int], window: float) -> dict:

@@ -194,6 +194,21 @@ def become_subreaper() -> None:
     _subreaper = True
 
 
+def monitors() -> dict[int, list[str]]:
+    """The running gpuslice-shim processes (the containers' monitors): pid ->
+    argv. Found by executable, not by name: anyone can call a process that."""
+    found = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if os.path.basename(os.readlink(proc / "exe")) == "gpuslice-shim":
+                found[int(proc.name)] = [a.decode() for a in (proc / "cmdline").read_bytes().split(b"\0") if a]
+        except OSError:
+            continue  # gone meanwhile, or a kernel thread
+    return found
+
+
 def wait_pid(pid: int, timeout: float) -> int:
     """Exit status (as a shell would print it) of `pid`, a child of ours."""
     fd = os.pidfd_open(pid)

@@ -49,13 +49,9 @@ def label_of(path: Path | str, follow: bool = False) -> str | None:
 def monitor_region_labels() -> list[str | None]:
     """The label of the usage region (a memfd) each running monitor holds."""
     labels = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
+    for pid in ocitest.monitors():
         try:
-            if (proc / "comm").read_text().strip() != "gpuslice-shim":
-                continue
-            for fd in (proc / "fd").iterdir():
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
                 if os.readlink(fd).startswith("/memfd:gpuslice-region"):
                     labels.append(label_of(str(fd), follow=True))
         except (FileNotFoundError, ProcessLookupError):

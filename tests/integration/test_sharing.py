@@ -379,16 +379,7 @@ def test_memory_limits_may_not_add_up_past_the_gpu(sharing_runtime, test_tmp, sp
 
 def shim_of(cid: str) -> int | None:
     """The pid of the gpuslice-shim whose --id is `cid`."""
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            args = (proc / "cmdline").read_bytes().split(b"\0")
-            if os.path.basename(os.readlink(proc / "exe")) == "gpuslice-shim" and cid.encode() in args:
-                return int(proc.name)
-        except OSError:
-            continue
-    return None
+    return next((pid for pid, argv in ocitest.monitors().items() if cid in argv), None)
 
 
 @pytest.mark.gpuslice

@@ -112,7 +112,7 @@ int run(int argc, char **argv) {
     if (const auto self = state::process_id(static_cast<int>(::getpid())))
       try {
         fs::write_file_atomic(opt["--state-dir"] + "/containers/" + opt["--id"] + "/monitor", state::to_text(*self),
-                              0644);
+                              0644, fs::Durability::atomic);
       } catch (const Error &) {
         // the container is already gone
       }

@@ -120,7 +120,8 @@ void Enforcer::write_status() {
   if (json == written_)
     return;
   try {
-    fs::write_file_atomic(setup_.status_file, json, 0644);
+    // no fsync: the file does not outlive its container (and is on a tmpfs)
+    fs::write_file_atomic(setup_.status_file, json, 0644, fs::Durability::atomic);
     written_ = std::move(json);
   } catch (const Error &) {
     // the container's state dir is gone: it is ending

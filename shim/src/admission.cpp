@@ -144,7 +144,7 @@ std::map<std::string, uint64_t> node_gpu_memory(const Config &config, std::strin
     return {};
   }
   try {
-    fs::write_file_atomic(cache, output + "\n", 0644);
+    fs::write_file_atomic(cache, output + "\n", 0644, fs::Durability::atomic); // asked again if lost
   } catch (const Error &) {
     // asked again at the next create
   }

@@ -186,7 +186,7 @@ std::optional<std::string> restart_monitor_if_gone(const Config &config, const s
       region_note = "a new usage region (no process of the container held the old one)";
       labeler.label_fd(monitor.region.get(), selinux::Share::private_file, "the usage region");
       fs::write_file_atomic(path + "/" + kRegionIdFile, sharing::to_text(sharing::region_id(monitor.region.get())),
-                            0400);
+                            0400, fs::Durability::atomic);
     }
     const std::string run_path = path + "/" + kRunDirName;
     const UniqueFd run = open_dir_in(dir.get(), kRunDirName, run_path);

@@ -39,20 +39,30 @@ TARGETS = {"none": 1.05, "devices": 1.10}
 ANNOTATION = "cdi.k8s.io/gpuslice-bench"
 
 
-def cycle(rt: ocitest.Runtime, bundle: ocitest.Bundle, cid: str, config: bytes) -> float:
+PHASES = ("create", "start", "wait", "delete")
+
+
+def cycle(rt: ocitest.Runtime, bundle: ocitest.Bundle, cid: str, config: bytes, phases: list | None = None) -> float:
+    """One create/start/wait/delete, in ms; each phase's ms appended to
+    `phases` when given."""
     bundle.config_path.write_bytes(config)  # the wrapper may have rewritten it
     pid_file = bundle.path / "pid"
     out = bundle.path / "out"
-    t0 = time.perf_counter()
+    t = [time.perf_counter()]
     rt.create(bundle, cid, out=out, pid_file=pid_file)
+    t.append(time.perf_counter())
     pid = int(pid_file.read_text())
     rt.start(cid)
+    t.append(time.perf_counter())
     rc = ocitest.wait_pid(pid, 30)
+    t.append(time.perf_counter())
     rt.delete(cid)
-    t1 = time.perf_counter()
+    t.append(time.perf_counter())
     if rc != 0:
         raise SystemExit(f"{rt.name}: container {cid} exited {rc}: {out.with_suffix('.err').read_text()}")
-    return (t1 - t0) * 1000.0
+    if phases is not None:
+        phases.append([(b - a) * 1000.0 for a, b in zip(t, t[1:])])
+    return (t[-1] - t[0]) * 1000.0
 
 
 def summarize(times: list[float]) -> dict:
@@ -70,6 +80,8 @@ def main() -> int:
     ap.add_argument("--scenario", choices=["none", "devices", "both"], default="both")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
+    ap.add_argument("--phases", action="store_true",
+                    help="also print the median of each phase (create, start, wait, delete) per runtime")
     a = ap.parse_args()
 
     wrapper = benchlib.wrapper_as_root(a)
@@ -110,12 +122,13 @@ def main() -> int:
                 bw.annotate(ANNOTATION, gpu.qualified("0", "1"))
             cfg_p, cfg_w = bp.write(), bw.write()
             times = {"plain": [], "wrapper": []}
+            phases = {"plain": [], "wrapper": []}
             for i in range(a.warmup + a.iterations):
                 order = [("plain", plain, bp, cfg_p), ("wrapper", wrapped, bw, cfg_w)]
                 if i % 2:
                     order.reverse()
                 for name, rt, b, cfg in order:
-                    ms = cycle(rt, b, f"bench-{sc}-{name}-{i}", cfg)
+                    ms = cycle(rt, b, f"bench-{sc}-{name}-{i}", cfg, phases[name] if i >= a.warmup else None)
                     if i >= a.warmup:
                         times[name].append(ms)
             p, w = summarize(times["plain"]), summarize(times["wrapper"])
@@ -129,6 +142,11 @@ def main() -> int:
             print(f"{sc:8s} ratio {ratio:.3f} (added {w['median'] - p['median']:+.2f} ms per cycle, "
                   f"paired median {paired:+.2f} ms)  "
                   f"target <= {TARGETS[sc]:.2f}: {'ok' if ok else 'MISSED'}")
+            if a.phases:
+                for name in ("plain", "wrapper"):
+                    medians = [statistics.median(p[k] for p in phases[name]) for k in range(len(PHASES))]
+                    print(f"{sc:8s} {name:7s} phases " +
+                          "  ".join(f"{ph} {m:6.2f}" for ph, m in zip(PHASES, medians)) + " ms (medians)")
             left = plain.list_ids()
             if left:
                 raise SystemExit(f"containers left behind: {left}")

@@ -69,7 +69,8 @@ void write_in(int dir_fd, const std::string &name, const std::string &text, mode
   labeler.label_fd(f.get(), selinux::Share::private_read_only, shown + "/" + name);
 }
 
-void commit(CreateContext &ctx, std::string &pid_file, const std::string &config_json) {
+state::ContainerDir commit_host(CreateContext &ctx, std::string &pid_file,
+                                const std::function<void(const state::ContainerDir &)> &finish) {
   // A container with limits takes its place on its GPUs under the lock,
   // held until its own limits file is in place (admission.hpp).
   UniqueFd admission;
@@ -82,7 +83,7 @@ void commit(CreateContext &ctx, std::string &pid_file, const std::string &config
   if (ctx.plan.limits)
     admit(*ctx.plan.limits, ctx.config,
           [&](std::string &why) { return node_gpu_memory(ctx.config, why); }, ctx.warnings);
-  const state::ContainerDir dir = state::create_container_dir(ctx.config.state_dir, ctx.container_id);
+  state::ContainerDir dir = state::create_container_dir(ctx.config.state_dir, ctx.container_id);
   try {
     ctx.plan.labeler.label_fd(dir.fd.get(), selinux::Share::private_file, dir.path);
     for (const auto &[name, text] : ctx.plan.files)
@@ -90,30 +91,32 @@ void commit(CreateContext &ctx, std::string &pid_file, const std::string &config
     admission.reset(); // before the monitor: a forked child would hold the lock on
     if (ctx.plan.monitor)
       start_monitor(dir, ctx, pid_file);
-    ctx.spec.save(config_json);
+    finish(dir);
   } catch (...) {
     state::remove_container_dir(ctx.config.state_dir, ctx.container_id);
     throw;
   }
+  return dir;
 }
 
-BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const std::string &config_file) {
-  const std::string bundle_dir = request.bundle_dir.empty() ? std::string(".") : request.bundle_dir;
-  const std::string path = bundle_dir + "/config.json";
-  BundleSpec spec = BundleSpec::load(path);
-  Requests requests = collect_requests(spec.json(), config);
-  BundleEdit edit;
-  if (requests.empty()) {
-    refuse_limits_not_claimed(spec.json());
-    return edit;
-  }
-  if (!state::is_safe_container_id(request.container_id))
-    throw Error("container id " + quote(request.container_id) + " is not a safe path component");
+void commit(CreateContext &ctx, std::string &pid_file, const std::string &config_json) {
+  commit_host(ctx, pid_file, [&](const state::ContainerDir &) { ctx.spec.save(config_json); });
+}
 
-  cdi::Registry registry(config.spec_dirs, cdi::ChangeDetection::none);
+CreatePlan plan_create(CreateContext &ctx, const std::string &bundle_dir, HookMode hooks) {
+  CreatePlan plan;
+  Requests requests = collect_requests(ctx.spec.json(), ctx.config);
+  if (requests.empty()) {
+    refuse_limits_not_claimed(ctx.spec.json());
+    return plan;
+  }
+  if (!state::is_safe_container_id(ctx.container_id))
+    throw Error("container id " + quote(ctx.container_id) + " is not a safe path component");
+
+  cdi::Registry registry(ctx.config.spec_dirs, cdi::ChangeDetection::none);
   registry.reload();
   for (const auto &e : registry.errors())
-    edit.warnings.push_back("CDI spec " + e.path + ": " + e.message);
+    plan.warnings.push_back("CDI spec " + e.path + ": " + e.message);
   cdi::ContainerEdits edits = cdi::collect_edits(registry, requests.devices);
   std::vector<ClaimedEnv> claimed;
   for (const auto &name : requests.devices) {
@@ -122,29 +125,43 @@ BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const st
     c.env.insert(c.env.end(), d->device->edits.env.begin(), d->device->edits.env.end());
     claimed.push_back(std::move(c));
   }
-  const auto limits = container_limits(claimed, spec.json(), config);
+  const auto limits = container_limits(claimed, ctx.spec.json(), ctx.config);
   if (!limits)
-    refuse_limits_not_claimed(spec.json());
+    refuse_limits_not_claimed(ctx.spec.json());
 
-  CreateContext ctx{spec, config, config_file, request.container_id,
-                    fs::clean_path(config.state_dir) + "/containers/" + request.container_id, std::string(), {}, {}};
   Modifiers modifiers;
   modifiers.push_back(exec_env_modifier(edits.env));
   modifiers.push_back(cdi_edits_modifier(std::move(edits)));
-  modifiers.push_back(hooks_modifier());
+  if (hooks == HookMode::add)
+    modifiers.push_back(hooks_modifier());
   modifiers.push_back(selinux_modifier());
   if (limits) {
-    const std::string root = spec.root_path();
+    const std::string root = ctx.spec.root_path();
     ctx.rootfs = fs::absolute(fs::is_absolute(root) ? root : bundle_dir + "/" + root);
     modifiers.push_back(sharing_modifier(*limits));
   }
   for (const auto &m : modifiers)
     m->modify(ctx);
+  plan.devices = std::move(requests.devices);
+  return plan;
+}
+
+BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const std::string &config_file) {
+  const std::string bundle_dir = request.bundle_dir.empty() ? std::string(".") : request.bundle_dir;
+  const std::string path = bundle_dir + "/config.json";
+  BundleSpec spec = BundleSpec::load(path);
+  CreateContext ctx{spec, config, config_file, request.container_id,
+                    fs::clean_path(config.state_dir) + "/containers/" + request.container_id, std::string(), {}, {}};
+  CreatePlan plan = plan_create(ctx, bundle_dir, HookMode::add);
+  BundleEdit edit;
+  edit.warnings = std::move(plan.warnings);
+  if (plan.devices.empty())
+    return edit;
   commit(ctx, request.pid_file, path);
   edit.warnings.insert(edit.warnings.end(), ctx.warnings.begin(), ctx.warnings.end());
   edit.written = true;
   edit.shared = ctx.plan.monitor;
-  edit.devices = std::move(requests.devices);
+  edit.devices = std::move(plan.devices);
   return edit;
 }
 

@@ -102,12 +102,17 @@ void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, std
   monitor.listener = listen_in_run(run.get(), run_path, labeler);
   if (ctx.plan.burst)
     monitor.activity_table = open_activity(c, labeler);
-  // This process becomes runc (exec): once it exits, `create` is over and
-  // runc has written the init's pid.
-  monitor.watched = sharing::open_pidfd(static_cast<int>(::getpid()));
-  if (pid_file.empty())
-    pid_file = dir.path + "/" + kInitPidFile;
-  monitor.pid_file = fs::absolute(pid_file);
+  if (ctx.init_pid > 0) { // gpuslice-hook: the init runs already
+    monitor.watched = sharing::open_pidfd(ctx.init_pid);
+    monitor.init_pid = ctx.init_pid;
+  } else {
+    // This process becomes runc (exec): once it exits, `create` is over and
+    // runc has written the init's pid.
+    monitor.watched = sharing::open_pidfd(static_cast<int>(::getpid()));
+    if (pid_file.empty())
+      pid_file = dir.path + "/" + kInitPidFile;
+    monitor.pid_file = fs::absolute(pid_file);
+  }
   const auto creator = state::process_id(static_cast<int>(::getpid()));
   if (!creator)
     throw Error("cannot read this process's start time from /proc");

@@ -12,7 +12,9 @@
 #include "gpuslice/selinux/labeler.hpp"
 #include "gpuslice/sharing/limits.hpp"
 #include "gpuslice/shim/bundle_spec.hpp"
+#include "gpuslice/state/container_dir.hpp"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +41,7 @@ struct CreateContext {
   std::string rootfs;       // the container's root on the host, absolute
   HostPlan plan;
   std::vector<std::string> warnings; // for gpuslice-runtime to log once the create is done
+  int init_pid = 0;                  // the container's init when it runs already (gpuslice-hook)
 };
 
 class Modifier {
@@ -62,11 +65,31 @@ std::unique_ptr<Modifier> sharing_modifier(sharing::Limits limits);
 // linux.mountLabel and process.selinuxLabel (selinux/labeler.hpp).
 std::unique_ptr<Modifier> selinux_modifier(selinux::System &system = selinux::libselinux());
 
-// Performs ctx.plan, then writes the spec to `config_json`: admission for a
-// container with limits, the state dir (stale ones collected first; a live
-// id refused), its files, the region and monitor, each labelled by
-// ctx.plan.labeler (the pid file runc will write is request_pid_file, set to one
-// in the state dir when empty). On failure nothing is left.
+// What a create asks for: the requested devices (none: the spec asks for
+// nothing and ctx is untouched) and the spec files that failed to load.
+struct CreatePlan {
+  std::vector<std::string> devices;
+  std::vector<std::string> warnings;
+};
+// Resolves ctx.spec's CDI requests and runs the create path's modifiers over
+// it (ctx.spec and ctx.plan change, nothing else): gpuslice-runtime before
+// runc, and gpuslice-hook, which then injects the difference itself. With
+// HookMode::add, gpuslice-hook is added for createRuntime and poststop.
+// Throws Error naming the device, spec or setting.
+enum class HookMode { add, none };
+CreatePlan plan_create(CreateContext &ctx, const std::string &bundle_dir, HookMode hooks);
+
+// Performs ctx.plan on the host: admission for a container with limits, the
+// state dir (stale ones collected first; a live id refused), its files, the
+// region and monitor (of ctx.init_pid when set, else of the pid runc writes
+// to request_pid_file), each labelled by ctx.plan.labeler; then `finish`.
+// On failure (`finish`'s included) the state dir is removed. Throws Error.
+state::ContainerDir commit_host(CreateContext &ctx, std::string &request_pid_file,
+                                const std::function<void(const state::ContainerDir &)> &finish);
+
+// commit_host, finished by writing the spec to `config_json` (the pid file
+// runc will write is request_pid_file, set to one in the state dir when
+// empty). On failure nothing is left.
 void commit(CreateContext &ctx, std::string &request_pid_file, const std::string &config_json);
 
 // Writes `text` to a new file dir_fd/name (`shown` names the dir in errors)

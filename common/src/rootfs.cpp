@@ -24,8 +24,11 @@ std::vector<std::string> components(const std::string &path) { return split(path
 
 // The walk: a stack of directory fds from the root down, so ".." pops (never
 // above the root) and a symlink's target is pushed back onto the components
-// still to resolve. Every descriptor it opens is owned by the stack.
-int walk(int root_fd, const std::string &path, int flags) {
+// still to resolve. Every descriptor it opens is owned by the stack. With
+// `make_dirs`, a missing component is made a directory (0755) where the
+// walk finds it missing, a link's target included, as the kernel would
+// resolve the link from inside the root.
+int walk(int root_fd, const std::string &path, int flags, bool make_dirs = false) {
   std::vector<std::string> todo = components(path);
   std::reverse(todo.begin(), todo.end());
   std::vector<UniqueFd> stack; // below the root
@@ -45,8 +48,14 @@ int walk(int root_fd, const std::string &path, int flags) {
       continue;
     }
     struct stat st {};
-    if (::fstatat(current(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-      return -1;
+    if (::fstatat(current(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (!make_dirs || errno != ENOENT)
+        return -1;
+      if (::mkdirat(current(), name.c_str(), 0755) != 0 && errno != EEXIST)
+        return -1;
+      if (::fstatat(current(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return -1;
+    }
     if (S_ISLNK(st.st_mode) && !(last && (flags & O_NOFOLLOW))) {
       if (++links > kMaxSymlinks) {
         errno = ELOOP;
@@ -124,6 +133,51 @@ std::optional<std::string> read_file_in_root(const std::string &rootfs, const st
   if (!f)
     return std::nullopt;
   return fs::read_fd(f->fd, quote(path) + " in rootfs " + quote(rootfs), max_size);
+}
+
+namespace {
+
+std::string basename_of(const std::string &cleaned) { return cleaned.substr(cleaned.rfind('/') + 1); }
+
+std::string in_root_shown(const std::string &path, const std::string &shown_root) {
+  return quote(path) + " in rootfs " + quote(shown_root);
+}
+
+} // namespace
+
+UniqueFd make_dirs_in_root(int root_fd, const std::string &path, const std::string &shown_root) {
+  UniqueFd dir(walk(root_fd, path, O_PATH | O_DIRECTORY, true));
+  if (!dir)
+    throw system_error("cannot make directory " + in_root_shown(path, shown_root));
+  return dir;
+}
+
+UniqueFd make_mount_target(int root_fd, const std::string &path, TargetKind kind, const std::string &shown_root) {
+  const std::string cleaned = fs::clean_path("/" + path);
+  if (cleaned == "/")
+    throw Error("cannot mount onto the root of rootfs " + quote(shown_root));
+  const UniqueFd parent = make_dirs_in_root(root_fd, fs::dirname(cleaned), shown_root);
+  const std::string name = basename_of(cleaned);
+  if (kind == TargetKind::directory) {
+    if (::mkdirat(parent.get(), name.c_str(), 0755) != 0 && errno != EEXIST)
+      throw system_error("cannot make directory " + in_root_shown(cleaned, shown_root));
+  } else {
+    const int made = ::openat(parent.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (made < 0 && errno != EEXIST)
+      throw system_error("cannot make file " + in_root_shown(cleaned, shown_root));
+    if (made >= 0)
+      ::close(made);
+  }
+  UniqueFd target(open_in_root(root_fd, cleaned, O_PATH));
+  if (!target)
+    throw system_error("cannot open " + in_root_shown(cleaned, shown_root));
+  struct stat st {};
+  if (::fstat(target.get(), &st) != 0)
+    throw system_error("cannot stat " + in_root_shown(cleaned, shown_root));
+  if (S_ISDIR(st.st_mode) != (kind == TargetKind::directory))
+    throw Error(in_root_shown(cleaned, shown_root) + (kind == TargetKind::directory ? " is not a directory"
+                                                                                     : " is a directory"));
+  return target;
 }
 
 PathKind kind_in_root(const std::string &rootfs, const std::string &path) {

@@ -37,6 +37,22 @@ std::optional<std::string> read_file_in_root(const std::string &rootfs, const st
 // component included) makes it `symlink`, a missing component `missing`.
 // For destinations gpuslice adds: a link there would be resolved by runc one
 // way and by the kernel another, so no link on the way is accepted.
+// Making what gpuslice-hook mounts onto, inside a container's root, from
+// inside its mount namespace: each path resolved by open_in_root (never
+// leaving the root, whatever the image's links), missing components made
+// with mkdirat on the parent's descriptor, and the result an O_PATH
+// descriptor to mount onto, never a path string resolved again later.
+// `shown_root` names the root in errors. Throw Error.
+
+// The directory `path`, made (0755) with its parents where missing.
+UniqueFd make_dirs_in_root(int root_fd, const std::string &path, const std::string &shown_root);
+
+// A mount point for a directory or for anything else (made as an empty
+// 0644 file), with its parents; an existing one of the other kind is an
+// error naming it.
+enum class TargetKind { directory, file };
+UniqueFd make_mount_target(int root_fd, const std::string &path, TargetKind kind, const std::string &shown_root);
+
 enum class PathKind { missing, directory, regular, symlink, other };
 PathKind kind_in_root(const std::string &rootfs, const std::string &path);
 

@@ -1,16 +1,17 @@
-// gpuslice-hook STAGE: the OCI hook runc runs for GPU containers, with the
-// container state on stdin. createRuntime (prestart under podman / CRI-O)
-// sets up the container's state dir, poststop removes it; prestart, which
-// only hooks.d runs, first refuses a GPU container gpuslice-runtime did not
-// create (hook/unprepared.hpp). It runs as root on
-// the host with the environment gpuslice-runtime gave it, never the
-// container's.
+// gpuslice-hook STAGE: the OCI hook of GPU containers, with the container
+// state on stdin. At createRuntime or prestart it records the init of a
+// container gpuslice-runtime created, or does the create path's work itself
+// for one it did not (podman / CRI-O hooks.d, runc or crun with the hook in
+// config.json: hook/prepare.hpp); poststop removes the state dir. It runs
+// as root on the host with the environment its hook entry gives it, never
+// the container's.
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/log.hpp"
+#include "gpuslice/common/strings.hpp"
 #include "gpuslice/hook/state.hpp"
-#include "gpuslice/hook/unprepared.hpp"
+#include "gpuslice/hook/prepare.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
 #include <spdlog/spdlog.h>
@@ -27,14 +28,16 @@ namespace {
 
 const std::string kUsage =
     std::string("usage: gpuslice-hook createRuntime|prestart|createContainer|poststop < container-state.json\n"
-                "  the OCI hook gpuslice-runtime adds to GPU containers; reads the OCI container state on stdin\n"
-                "  createRuntime, prestart: record the container's init in <state-dir>/containers/<id>/\n"
-                "    (0700, created when missing)\n"
-                "  prestart (podman's and CRI-O's hooks.d): first refuse a container that requests CDI devices\n"
-                "    but was not created through gpuslice-runtime (the hook does not inject devices itself)\n"
-                "  poststop: remove that directory\n"
+                "  the OCI hook of GPU containers; reads the OCI container state on stdin\n"
+                "  createRuntime, prestart: for a container gpuslice-runtime created, record its init in\n"
+                "    <state-dir>/containers/<id>/; for one it did not (podman, CRI-O, runc or crun with this\n"
+                "    hook in config.json) that requests CDI devices: resolve them, then make their device nodes\n"
+                "    and mounts inside the container, allow them in its device cgroup, run the CDI spec's hooks,\n"
+                "    and wire its GPU limits and monitor; any failure fails the container\n"
+                "  createContainer: record the init of a container gpuslice-runtime created\n"
+                "  poststop: remove the container's state directory\n"
                 "  config: $GPUSLICE_CONFIG or ") +
-    kDefaultConfigPath + " ([runtime] state-dir)\n";
+    kDefaultConfigPath + " ([runtime] state-dir, [cdi] spec-dirs)\n";
 
 // The container state, bounded: a hook's stdin is the runtime's, but nothing
 // read from outside is unbounded.
@@ -55,15 +58,20 @@ int main(int argc, char **argv) {
   try {
     const Config config = load_config(config_path());
     log::setup("gpuslice-hook", config.log);
-    const auto state = hook::parse_state(read_stdin());
+    const std::string state_json = read_stdin();
+    const auto state = hook::parse_state(state_json);
     if (stage == "poststop") {
       state::remove_container_dir(config.state_dir, state.id);
       spdlog::info("container {}: state removed", state.id);
+    } else if (stage == "createContainer") {
+      if (state::container_dir_exists(config.state_dir, state.id))
+        state::record_init(config.state_dir, state.id, state.pid);
     } else {
-      if (stage == "prestart") // podman's and CRI-O's hooks.d: maybe without gpuslice-runtime
-        hook::refuse_unprepared(state, config);
-      const auto dir = state::record_init(config.state_dir, state.id, state.pid);
-      spdlog::info("container {} ({}): init {} recorded in {}", state.id, stage, state.pid, dir.path);
+      const auto prepared = hook::prepare_container(state, state_json, config, config_path());
+      for (const auto &w : prepared.warnings)
+        spdlog::warn("container {}: {}", state.id, w);
+      if (prepared.injected)
+        spdlog::info("container {} ({}): injected {}", state.id, stage, join(prepared.devices, ", "));
     }
     spdlog::shutdown();
     return 0;

@@ -1,0 +1,178 @@
+// Mounting into a container's namespace against a hostile image
+// (hook/in_container.hpp): a directory on the way to the mount point is
+// swapped for a link to a host directory, absolute or climbing with "..",
+// by a racing thread, hundreds of times while the hook mounts. Whatever the
+// interleaving, nothing is made or mounted outside the container's root:
+// the mount lands inside the root or fails.
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fs.hpp"
+#include "gpuslice/hook/in_container.hpp"
+
+#include "tempdir.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <sched.h>
+#include <stdio.h>
+#include <sys/mount.h>
+#include <sys/sysmacros.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+using namespace gpuslice;
+using namespace gpuslice::hook;
+using gpuslice::testing::TempDir;
+
+namespace {
+
+// A process in a mount namespace of its own (private), alive until destroyed.
+class NamespaceHolder {
+public:
+  NamespaceHolder() {
+    int ready[2];
+    REQUIRE(::pipe(ready) == 0);
+    REQUIRE(::pipe(hold_) == 0);
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      ::close(ready[0]);
+      ::close(hold_[1]);
+      if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+        ::_exit(2);
+      if (::write(ready[1], "r", 1) != 1)
+        ::_exit(3);
+      char c;
+      while (::read(hold_[0], &c, 1) > 0) {
+      }
+      ::_exit(0);
+    }
+    ::close(ready[1]);
+    ::close(hold_[0]);
+    char c = 0;
+    REQUIRE(::read(ready[0], &c, 1) == 1);
+    ::close(ready[0]);
+  }
+  ~NamespaceHolder() {
+    ::close(hold_[1]);
+    int status;
+    ::waitpid(pid_, &status, 0);
+  }
+  pid_t pid() const { return pid_; }
+  std::string mountinfo() const {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/mountinfo");
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+private:
+  pid_t pid_ = -1;
+  int hold_[2] = {-1, -1};
+};
+
+} // namespace
+
+TEST_CASE("hook in container: a racing link never takes a mount out of the root", "[hook][root]") {
+  TempDir t;
+  const std::string rootfs = t / "rootfs", host = t / "host";
+  std::filesystem::create_directories(rootfs + "/usr/lib");
+  std::filesystem::create_directories(host);
+  const std::string source = t.write("libsource.so", "the driver library\n");
+  // The swap: usr/lib and a link, exchanged atomically again and again.
+  const std::string absolute_link = host;
+  const std::string climbing_link = "../../../../../../../../.." + host;
+  NamespaceHolder container;
+  Injection inj;
+  BindToMake bind;
+  bind.source = source;
+  bind.destination = "/usr/lib/x86_64-linux-gnu/libcuda.so.1";
+  bind.attributes = MOUNT_ATTR_RDONLY;
+  inj.mounts.push_back(bind);
+
+  int landed = 0, refused = 0;
+  for (const std::string &target : {absolute_link, climbing_link}) {
+    std::filesystem::remove(rootfs + "/usr/lib.swap");
+    std::filesystem::create_directory_symlink(target, rootfs + "/usr/lib.swap");
+    std::atomic<bool> stop{false};
+    std::thread racer([&] {
+      while (!stop)
+        ::renameat2(AT_FDCWD, (rootfs + "/usr/lib").c_str(), AT_FDCWD, (rootfs + "/usr/lib.swap").c_str(),
+                    RENAME_EXCHANGE);
+    });
+    for (int i = 0; i < 300; ++i) {
+      try {
+        inject_in_container(container.pid(), rootfs, inj);
+        ++landed;
+      } catch (const Error &) {
+        ++refused; // the walk met the link half-way: fine, nothing was made outside
+      }
+    }
+    stop = true;
+    racer.join();
+  }
+  CAPTURE(landed, refused);
+  CHECK(landed > 0);
+  CHECK(std::filesystem::is_empty(host));
+  // Every mount point (field 5) the container's namespace has under the
+  // test's dir is inside the root; the ones that landed are there.
+  int inside = 0;
+  std::istringstream lines(container.mountinfo());
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string id, parent, devno, root, point;
+    fields >> id >> parent >> devno >> root >> point;
+    if (point.rfind(t.path() + "/", 0) != 0)
+      continue;
+    CAPTURE(point);
+    CHECK(point.rfind(rootfs + "/", 0) == 0);
+    ++inside;
+  }
+  CHECK(inside == landed);
+}
+
+TEST_CASE("hook in container: nodes and read-only binds as asked", "[hook][root]") {
+  TempDir t;
+  const std::string rootfs = t / "rootfs";
+  std::filesystem::create_directories(rootfs + "/dev");
+  std::filesystem::create_directories(t / "driver");
+  t.write("driver/version", "1.0\n");
+  NamespaceHolder container;
+  Injection inj;
+  inj.nodes.push_back(NodeToMake{"/dev/nvidia0", 'c', 195, 0, 0660, 0, 44});
+  BindToMake bind;
+  bind.source = t / "driver";
+  bind.destination = "/usr/local/driver";
+  bind.attributes = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
+  inj.mounts.push_back(bind);
+  inject_in_container(container.pid(), rootfs, inj);
+  inject_in_container(container.pid(), rootfs, Injection{{inj.nodes}, {}, {}, {}, {}}); // the node again: fine
+  struct stat st {};
+  REQUIRE(::lstat((rootfs + "/dev/nvidia0").c_str(), &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  CHECK(st.st_rdev == makedev(195, 0));
+  CHECK((st.st_mode & 07777) == 0660);
+  CHECK(st.st_gid == 44);
+  const std::string mounts = container.mountinfo();
+  const auto at = mounts.find(" " + rootfs + "/usr/local/driver ");
+  REQUIRE(at != std::string::npos);
+  const std::string line = mounts.substr(at, mounts.find('\n', at) - at);
+  CHECK(line.find(" ro,nosuid") != std::string::npos);
+  // not in this (the host's) namespace
+  std::ifstream self("/proc/self/mountinfo");
+  std::stringstream s;
+  s << self.rdbuf();
+  CHECK(s.str().find(rootfs + "/usr/local/driver") == std::string::npos);
+  // another node already at the path is refused
+  Injection other;
+  other.nodes.push_back(NodeToMake{"/dev/nvidia0", 'c', 195, 1, 0666, 0, 0});
+  CHECK_THROWS_WITH(inject_in_container(container.pid(), rootfs, other), Catch::Contains("is not the device"));
+}

@@ -13,6 +13,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 BUSYBOX = "/bin/busybox"
@@ -172,6 +173,16 @@ class Bundle:
 
     def read(self) -> dict:
         return json.loads(self.config_path.read_text())
+
+
+def eventually(cond, timeout: float = 10.0) -> bool:
+    """Whether cond() becomes true within `timeout` seconds (polled)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return cond()
 
 
 # --------------------------------------------------------------------------

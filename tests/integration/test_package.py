@@ -101,7 +101,7 @@ def test_install_register_remove_purge_in_a_clean_debian_12(deb, debian12):
     p = in_root(root, "dpkg -P gpuslice")
     assert p.returncode == 0, p.stdout + p.stderr
     leftovers = [str(q.relative_to(root)) for pattern in ("usr/bin/gpuslice*", "usr/lib/*/gpuslice", "etc/gpuslice",
-                                                          "usr/share/containers/oci/hooks.d/gpuslice.json",
+                                                          "usr/share/containers/oci/hooks.d/gpuslice*.json",
                                                           "usr/share/man/man*/gpuslice*", "run/gpuslice")
                  for q in root.glob(pattern)]
     assert leftovers == [], leftovers

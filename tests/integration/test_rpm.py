@@ -48,7 +48,7 @@ EXPECTED_FILES = {
     "/usr/lib64/gpuslice", "/usr/lib64/gpuslice/libgpuslice-cuda.so",
     "/etc/gpuslice", "/etc/gpuslice/config.toml",
     "/usr/share/containers", "/usr/share/containers/oci", "/usr/share/containers/oci/hooks.d",
-    "/usr/share/containers/oci/hooks.d/gpuslice.json",
+    "/usr/share/containers/oci/hooks.d/gpuslice.json", "/usr/share/containers/oci/hooks.d/gpuslice-poststop.json",
     "/usr/share/man/man1/gpuslice.1.gz", "/usr/share/man/man8/gpuslice-runtime.8.gz",
     "/usr/share/man/man8/gpuslice-hook.8.gz", "/usr/share/man/man8/gpuslice-shim.8.gz",
     "/usr/share/selinux/packages/gpuslice.pp",
@@ -187,7 +187,7 @@ def test_install_register_upgrade_erase_in_a_foreign_root(rpm, debian12):
     assert sorted(str(q.relative_to(root)) for q in (root / "etc" / "gpuslice").glob("*")) == \
         ["etc/gpuslice/config.toml.rpmsave"]  # rpm keeps the edited config aside
     leftovers = [str(q.relative_to(root)) for pattern in ("usr/bin/gpuslice*", "usr/lib64/gpuslice",
-                                                          "usr/share/containers/oci/hooks.d/gpuslice.json",
+                                                          "usr/share/containers/oci/hooks.d/gpuslice*.json",
                                                           "usr/share/man/man*/gpuslice*", "run/gpuslice")
                  for q in root.glob(pattern)]
     assert leftovers == [], leftovers

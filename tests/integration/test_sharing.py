@@ -246,16 +246,6 @@ def test_live_id_is_not_taken_over(sharing_runtime, plain_runtime, test_tmp, spe
     assert not (state / "containers" / cid).exists()
 
 
-def eventually(cond, timeout: float = 10.0) -> bool:
-    import time
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return cond()
-
-
 @pytest.mark.gpuslice
 def test_create_that_runc_rejects_leaves_nothing(sharing_runtime, test_tmp, spec_template, glibc_rootfs, cid):
     """gpuslice prepared the state, then runc failed: no poststop will ever
@@ -269,7 +259,7 @@ def test_create_that_runc_rejects_leaves_nothing(sharing_runtime, test_tmp, spec
     bundle.write()
     p = rt.create(bundle, cid, check=False)
     assert p.returncode != 0
-    assert eventually(lambda: not (state / "containers" / cid).exists()), list((state / "containers").iterdir())
+    assert ocitest.eventually(lambda: not (state / "containers" / cid).exists()), list((state / "containers").iterdir())
 
 
 @pytest.mark.gpuslice

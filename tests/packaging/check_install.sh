@@ -34,6 +34,8 @@ shim="$dest$(dirname "$(value gpuslice-runtime)")/gpuslice-shim"
 usage=$("$shim" 2>&1 || true)
 [[ $usage == *"started by gpuslice-runtime, not by hand"* ]] || fail "the installed gpuslice-shim does not start: $usage"
 
-hooks=$(echo "$installed" | grep '/containers/oci/hooks.d/gpuslice.json$') || fail "no OCI hooks file installed"
-grep -q "\"path\": \"$(value hook-path)\"" "$dest$hooks" || fail "$hooks does not name $(value hook-path)"
+for name in gpuslice gpuslice-poststop; do
+  hooks=$(echo "$installed" | grep "/containers/oci/hooks.d/$name.json\$") || fail "no OCI hooks file $name.json installed"
+  grep -q "\"path\": \"$(value hook-path)\"" "$dest$hooks" || fail "$hooks does not name $(value hook-path)"
+done
 echo "check_install: ok"

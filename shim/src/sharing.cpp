@@ -155,7 +155,8 @@ void refuse_limits_not_claimed(const cdi::OciSpec &oci) {
                   ", but no device it claims through a cdi.k8s.io/ container annotation carries a limit, so "
                   "gpuslice would not enforce it: refusing to start it unlimited. A device passed only in the "
                   "CRI CDIDevices field is applied by containerd (enable_cdi) without gpuslice-runtime seeing "
-                  "it: the DRA driver or device plugin must also set the annotation");
+                  "it: the DRA driver or device plugin must also set the annotation (with podman's --device, add "
+                  "--annotation cdi.k8s.io/NAME=DEVICE)");
 }
 
 std::string merged_preload(const std::optional<std::string> &image_preload) {

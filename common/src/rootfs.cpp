@@ -94,9 +94,16 @@ int open_in_root(int root_fd, const std::string &path, int flags, Resolver resol
     open_how how{};
     how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
     how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-    long fd = ::syscall(SYS_openat2, root_fd, path.c_str(), &how, sizeof how);
-    if (fd >= 0 || (errno != ENOSYS && errno != EPERM && errno != EINVAL))
-      return static_cast<int>(fd);
+    // EAGAIN: a rename or mount anywhere on the system while a ".." was
+    // being resolved (the kernel cannot then vouch that it stayed inside);
+    // retried, then left to the walk, which does not depend on that.
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      long fd = ::syscall(SYS_openat2, root_fd, path.c_str(), &how, sizeof how);
+      if (fd >= 0 || (errno != ENOSYS && errno != EPERM && errno != EINVAL && errno != EAGAIN))
+        return static_cast<int>(fd);
+      if (errno != EAGAIN)
+        break;
+    }
     // ENOSYS: kernel before 5.6; EPERM: a seccomp filter refusing openat2.
   }
   return walk(root_fd, path, flags);

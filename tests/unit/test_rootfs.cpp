@@ -5,8 +5,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <thread>
 
 using namespace gpuslice;
 using gpuslice::testing::TempDir;
@@ -41,4 +45,33 @@ TEST_CASE("rootfs: symlinks and .. stay inside the root, with openat2 and with t
     CHECK_THROWS_WITH(rootfs::read_file_in_root(root, "/dir", 4096, resolver), Catch::Contains("not a regular file"));
     CHECK_THROWS_WITH(rootfs::read_file_in_root(root, "/etc/real", 2, resolver), Catch::Contains("larger than"));
   }
+}
+
+TEST_CASE("rootfs: renames elsewhere on the node do not fail a lookup through ..", "[common][rootfs]") {
+  // openat2 answers EAGAIN when any rename happens while it resolves "..":
+  // on a busy node (containers starting, package updates) that is often.
+  TempDir t;
+  t.write("root/etc/real", "REAL");
+  REQUIRE(::symlink("../../../../etc/real", (t / "root/etc/climbing").c_str()) == 0);
+  t.write("elsewhere/a", "x");
+  std::atomic<bool> stop{false};
+  std::thread renamer([&] {
+    const std::string a = t / "elsewhere/a", b = t / "elsewhere/b";
+    while (!stop) {
+      ::rename(a.c_str(), b.c_str());
+      ::rename(b.c_str(), a.c_str());
+    }
+  });
+  int failures = 0;
+  for (int i = 0; i < 3000; ++i) {
+    try {
+      if (rootfs::read_file_in_root(t / "root", "/etc/climbing", 64) != std::optional<std::string>("REAL"))
+        ++failures;
+    } catch (const Error &) {
+      ++failures;
+    }
+  }
+  stop = true;
+  renamer.join();
+  CHECK(failures == 0);
 }

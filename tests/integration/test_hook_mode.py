@@ -13,6 +13,7 @@ loaded.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -203,3 +204,36 @@ def test_hook_refuses_an_image_preload_that_is_a_link(request, plain_runtime, te
     plain_runtime.run("delete", "--force", cid, check=False)
     assert secret.read_text() == "/host/lib.so\n"
     assert not (test_tmp / "state" / "containers" / cid).exists()
+
+
+LDCACHE_KIND = "gpuslice.test/ldcache"
+
+
+@pytest.mark.parametrize("mode", ["hook", "runtime"])
+def test_update_ldcache_as_a_spec_hook(request, plain_runtime, gpuslice_runtime, spec_template, fake_gpu,
+                                       gpuslice_config, test_tmp, cid, mode):
+    """A spec that mounts a driver library and asks, as a createContainer
+    hook, for `gpuslice-hook update-ldcache --folder` (what the specs of
+    `gpuslice cdi generate` hold): the container's ld cache knows the
+    library. In hook mode gpuslice-hook runs the spec's hook from the host
+    (entering the container's namespace); through gpuslice-runtime, runc or
+    crun runs it inside the container's namespaces."""
+    hook = gpuslice_hook_path(request.config)
+    spec = {"cdiVersion": "0.6.0", "kind": LDCACHE_KIND, "devices": [{"name": "lib", "containerEdits": {
+        "mounts": [{"hostPath": str(built("GPUSLICE_LDTEST_LIB")),
+                    "containerPath": "/opt/gpu/lib/libgpuslice-ldtest.so.1", "options": ["ro", "nosuid", "nodev", "bind"]}],
+        "hooks": [{"hookName": "createContainer", "path": hook,
+                   "args": ["gpuslice-hook", "update-ldcache", "--folder", "/opt/gpu/lib"],
+                   "env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", f"GPUSLICE_CONFIG={gpuslice_config}"]}]}}]}
+    (fake_gpu.spec_dir / "ldcache.json").write_text(json.dumps(spec))
+    root = own_busybox_rootfs(test_tmp)
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, root)
+    bundle.spec["root"]["readonly"] = False
+    bundle.annotate(ANNOTATION, f"{LDCACHE_KIND}=lib")
+    bundle.shell("grep -q /opt/gpu/lib/libgpuslice-ldtest.so.1 /etc/ld.so.cache && echo cached")
+    if mode == "hook":
+        hooks_d_prestart(bundle, hook, gpuslice_config)
+    rt = plain_runtime if mode == "hook" else gpuslice_runtime
+    rc, out, err = rt.run_container(bundle, cid)
+    assert (rc, out) == (0, "cached\n"), out + err + hook_log(test_tmp)
+    assert f"container {cid}: ld cache updated with /opt/gpu/lib" in hook_log(test_tmp)

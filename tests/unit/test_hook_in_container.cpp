@@ -8,6 +8,7 @@
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/hook/in_container.hpp"
 
+#include "namespace_holder.hpp"
 #include "tempdir.hpp"
 
 #include <catch2/catch.hpp>
@@ -30,56 +31,9 @@
 
 using namespace gpuslice;
 using namespace gpuslice::hook;
+using gpuslice::testing::NamespaceHolder;
 using gpuslice::testing::TempDir;
 
-namespace {
-
-// A process in a mount namespace of its own (private), alive until destroyed.
-class NamespaceHolder {
-public:
-  NamespaceHolder() {
-    int ready[2];
-    REQUIRE(::pipe(ready) == 0);
-    REQUIRE(::pipe(hold_) == 0);
-    pid_ = ::fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      ::close(ready[0]);
-      ::close(hold_[1]);
-      if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-        ::_exit(2);
-      if (::write(ready[1], "r", 1) != 1)
-        ::_exit(3);
-      char c;
-      while (::read(hold_[0], &c, 1) > 0) {
-      }
-      ::_exit(0);
-    }
-    ::close(ready[1]);
-    ::close(hold_[0]);
-    char c = 0;
-    REQUIRE(::read(ready[0], &c, 1) == 1);
-    ::close(ready[0]);
-  }
-  ~NamespaceHolder() {
-    ::close(hold_[1]);
-    int status;
-    ::waitpid(pid_, &status, 0);
-  }
-  pid_t pid() const { return pid_; }
-  std::string mountinfo() const {
-    std::ifstream in("/proc/" + std::to_string(pid_) + "/mountinfo");
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
-private:
-  pid_t pid_ = -1;
-  int hold_[2] = {-1, -1};
-};
-
-} // namespace
 
 TEST_CASE("hook in container: a racing link never takes a mount out of the root", "[hook][root]") {
   TempDir t;
@@ -118,6 +72,9 @@ TEST_CASE("hook in container: a racing link never takes a mount out of the root"
     }
     stop = true;
     racer.join();
+    if (std::filesystem::is_symlink(rootfs + "/usr/lib")) // left swapped: back, for the next round
+      REQUIRE(::renameat2(AT_FDCWD, (rootfs + "/usr/lib").c_str(), AT_FDCWD, (rootfs + "/usr/lib.swap").c_str(),
+                          RENAME_EXCHANGE) == 0);
   }
   CAPTURE(landed, refused);
   CHECK(landed > 0);

@@ -72,16 +72,8 @@ void update_ldcache(const ContainerState &state, const std::vector<std::string> 
   std::vector<std::string> argv{"ldconfig"};
   argv.insert(argv.end(), folders.begin(), folders.end());
   const SandboxResult r = run_sandboxed(how, ldconfig.get(), argv);
-  std::string said = r.stderr_text;
-  while (!said.empty() && (said.back() == '\n' || said.back() == ' '))
-    said.pop_back();
-  const std::string tail = said.empty() ? std::string() : ": " + quote(said);
-  if (r.timed_out)
-    throw Error("ldconfig did not finish in time" + tail);
-  if (r.signal)
-    throw Error("ldconfig was killed by signal " + std::to_string(r.signal) + tail);
-  if (r.exit_code != 0)
-    throw Error("ldconfig failed with status " + std::to_string(r.exit_code) + tail);
+  if (auto why = r.failure("ldconfig", how.timeout_s))
+    throw Error(*why);
 }
 
 } // namespace gpuslice::hook

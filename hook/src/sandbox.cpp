@@ -5,7 +5,6 @@
 
 #include <elf.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -18,14 +17,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 
 namespace gpuslice::hook {
 
 namespace {
-
-constexpr std::size_t kMaxStderr = 4096;
 
 // What ldconfig and programs like it call: files, directories, links,
 // memory, signals, time, their own exit. Everything else fails with EPERM.
@@ -211,35 +207,8 @@ SandboxResult run_sandboxed(const SandboxedRun &how, int program, const std::vec
     sandbox_child(how, mount_ns.get(), program, argv, 2);
   }
   err_write.reset();
-  SandboxResult result;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(how.timeout_s);
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      result.timed_out = true;
-      ::kill(child, SIGKILL); // the program dies with it (PDEATHSIG)
-      break;
-    }
-    pollfd p{err_read.get(), POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (ready <= 0)
-      continue;
-    char buf[1024];
-    const ssize_t n = ::read(err_read.get(), buf, sizeof buf);
-    if (n <= 0)
-      break;
-    result.stderr_text.append(buf, static_cast<std::size_t>(n));
-    if (result.stderr_text.size() > kMaxStderr)
-      result.stderr_text.erase(0, result.stderr_text.size() - kMaxStderr);
-  }
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status))
-    result.exit_code = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status))
-    result.signal = WTERMSIG(status);
-  return result;
+  // Killing the child on timeout kills the program too (PDEATHSIG).
+  return wait_for_child(child, err_read.get(), how.timeout_s);
 }
 
 } // namespace gpuslice::hook

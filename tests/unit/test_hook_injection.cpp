@@ -1,7 +1,12 @@
 // gpuslice-hook's plan: the difference between the spec the engine ran and
-// the one gpuslice-runtime would have written (hook/injection.hpp).
+// the one gpuslice-runtime would have written (hook/injection.hpp); and the
+// spec's hooks it runs (hook/spec_hooks.hpp).
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fs.hpp"
 #include "gpuslice/hook/injection.hpp"
+#include "gpuslice/hook/spec_hooks.hpp"
+
+#include "tempdir.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -96,4 +101,23 @@ TEST_CASE("hook injection: what a hook cannot do faithfully is refused", "[hook]
   OciSpec bad_access = before;
   bad_access["linux"]["resources"]["devices"].push_back(OciSpec::parse(R"({"allow": true, "access": "rwx"})"));
   CHECK_THROWS_AS(plan_injection(before, bad_access, "/r"), Error);
+}
+
+TEST_CASE("hook injection: the spec's hooks run as the engine would run them", "[hook]") {
+  gpuslice::testing::TempDir t;
+  const std::string out = t / "seen";
+  // its own env only, the state on stdin
+  run_spec_hooks({HookToRun{"createContainer", "/bin/sh",
+                            {"sh", "-c", "env > " + out + ".env; cat > " + out + ".state"}, {"ONLY=1"}, 5}},
+                 R"({"id": "c1"})");
+  CHECK(fs::read_file(out + ".state") == R"({"id": "c1"})");
+  const std::string env = fs::read_file(out + ".env");
+  CHECK(env.find("ONLY=1") != std::string::npos);
+  CHECK(env.find("HOME=") == std::string::npos);
+  CHECK_THROWS_WITH(run_spec_hooks({HookToRun{"prestart", "/bin/sh", {"sh", "-c", "echo broken >&2; exit 3"}, {}, 5}}, "{}"),
+                    Catch::Contains("prestart hook \"/bin/sh\" failed with status 3: \"broken\""));
+  CHECK_THROWS_WITH(run_spec_hooks({HookToRun{"prestart", t / "missing", {}, {}, 5}}, "{}"),
+                    Catch::Contains("cannot execute it"));
+  CHECK_THROWS_WITH(run_spec_hooks({HookToRun{"prestart", "/bin/sleep", {"sleep", "30"}, {}, 1}}, "{}"),
+                    Catch::Contains("did not finish within 1 s"));
 }

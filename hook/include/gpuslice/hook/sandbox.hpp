@@ -26,6 +26,7 @@
 #pragma once
 
 #include "gpuslice/common/fd.hpp"
+#include "gpuslice/hook/child.hpp"
 
 #include <string>
 #include <vector>
@@ -39,12 +40,8 @@ struct SandboxedRun {
   int timeout_s = 30;          // wall clock, then SIGKILL
 };
 
-struct SandboxResult {
-  int exit_code = -1; // when it exited
-  int signal = 0;     // when a signal ended it (SIGSYS: the seccomp kill)
-  bool timed_out = false;
-  std::string stderr_text; // its last 4 KiB
-};
+// How it ended (signal SIGSYS: the seccomp kill).
+using SandboxResult = ChildEnd;
 
 // A descriptor of the static executable `path` on the host. Throws Error
 // when it is not a regular file, not an ELF executable, or asks for a

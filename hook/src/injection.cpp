@@ -154,11 +154,16 @@ std::vector<std::string> strings_of(const cdi::OciSpec &list, const std::string 
 
 } // namespace
 
-Injection plan_injection(const cdi::OciSpec &before, const cdi::OciSpec &after, const std::string &rootfs_path) {
+Injection plan_injection(const cdi::OciSpec &before, const cdi::OciSpec &after, const std::string &rootfs_path,
+                         const std::map<std::string, std::string> &host_nodes) {
   const std::string rootfs = fs::clean_path(rootfs_path);
   Injection inj;
-  for (const auto *d : added(member_or_empty(before, {"linux", "devices"}), member_or_empty(after, {"linux", "devices"})))
-    inj.nodes.push_back(node_of(*d));
+  for (const auto *d : added(member_or_empty(before, {"linux", "devices"}), member_or_empty(after, {"linux", "devices"}))) {
+    NodeToMake n = node_of(*d);
+    auto host = host_nodes.find(n.path);
+    n.host_path = host != host_nodes.end() ? host->second : n.path;
+    inj.nodes.push_back(std::move(n));
+  }
   for (const auto *m : added(member_or_empty(before, {"mounts"}), member_or_empty(after, {"mounts"})))
     inj.mounts.push_back(bind_of(*m, rootfs));
   for (const auto *r : added(member_or_empty(before, {"linux", "resources", "devices"}),

@@ -36,7 +36,7 @@ Prepared prepare_container(const ContainerState &state, const std::string &state
     return out; // asks for nothing: no state dir, nothing to undo
   const std::string root = spec.root_path();
   const std::string rootfs = fs::clean_path(fs::is_absolute(root) ? root : state.bundle + "/" + root);
-  const Injection injection = plan_injection(before, spec.json(), rootfs);
+  const Injection injection = plan_injection(before, spec.json(), rootfs, plan.host_nodes);
   std::string no_pid_file;
   shim::commit_host(ctx, no_pid_file, [&](const state::ContainerDir &dir) {
     const auto init = state::process_id(state.pid);

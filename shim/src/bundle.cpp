@@ -118,6 +118,8 @@ CreatePlan plan_create(CreateContext &ctx, const std::string &bundle_dir, HookMo
   for (const auto &e : registry.errors())
     plan.warnings.push_back("CDI spec " + e.path + ": " + e.message);
   cdi::ContainerEdits edits = cdi::collect_edits(registry, requests.devices);
+  for (const auto &node : edits.device_nodes)
+    plan.host_nodes[node.path] = node.host_path.empty() ? node.path : node.host_path;
   std::vector<ClaimedEnv> claimed;
   for (const auto &name : requests.devices) {
     const cdi::ResolvedDevice *d = registry.find(name); // collect_edits resolved every one

@@ -17,13 +17,14 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
 import ocitest
 from conftest import FAKE_TOTAL, KIND, built, gpuslice_hook_path, write_gpuslice_config, tool, RUNTIMES
-from test_runtime import ANNOTATION, assert_fake_gpu_injected, hooks_d_prestart, run_probe
+from test_runtime import ANNOTATION, ENXIO, assert_fake_gpu_injected, hooks_d_prestart, run_probe
 
 pytestmark = pytest.mark.gpuslice
 
@@ -237,3 +238,42 @@ def test_update_ldcache_as_a_spec_hook(request, plain_runtime, gpuslice_runtime,
     rc, out, err = rt.run_container(bundle, cid)
     assert (rc, out) == (0, "cached\n"), out + err + hook_log(test_tmp)
     assert f"container {cid}: ld cache updated with /opt/gpu/lib" in hook_log(test_tmp)
+
+
+@pytest.fixture
+def userns_rootfs():
+    """A rootfs the container's mapped root can reach (the session's temp
+    dirs are 0700)."""
+    base = Path(tempfile.mkdtemp(prefix="gpuslice-userns-"))
+    base.chmod(0o755)
+    yield own_busybox_rootfs(base)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_hook_binds_host_nodes_in_a_user_namespace(request, plain_runtime, spec_template, userns_rootfs, fake_gpu,
+                                                   gpuslice_config, test_tmp, cid):
+    """A container with a user namespace of its own: a node made inside it
+    could not be opened (its /dev belongs to that namespace), so the hook
+    binds the host's nodes (the spec's hostPath), and the open reaches the
+    (absent) driver: ENXIO, not EPERM."""
+    hook = gpuslice_hook_path(request.config)
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, userns_rootfs)
+    bundle.spec["root"]["readonly"] = False
+    bundle.spec["linux"]["namespaces"].append({"type": "user"})
+    bundle.spec["linux"]["uidMappings"] = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+    bundle.spec["linux"]["gidMappings"] = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+    # a cgroup v1 mount cannot be made from a user namespace
+    bundle.spec["mounts"] = [m for m in bundle.spec["mounts"] if m["destination"] != "/sys/fs/cgroup"]
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    hooks_d_prestart(bundle, hook, gpuslice_config)
+    bundle.args = ["sh", "/probe.sh"]
+    rc, out, err = plain_runtime.run_container(bundle, cid)
+    assert rc == 0, out + err + hook_log(test_tmp)
+    facts = ocitest.parse_probe(out)
+    for path in ("/dev/nvidiactl", "/dev/nvidia0"):
+        assert facts[f"node:{path}"].startswith("character special file c3 "), facts
+        assert ENXIO in facts[f"open:{path}"], facts
+    assert facts["node:/dev/nvidia1"] == "absent", facts
+    assert facts["mount:content"] == fake_gpu.MOUNT_CONTENT, facts
+    with open("/proc/self/mountinfo") as m:  # bound in the container's namespace only
+        assert "/dev/nvidia0 " not in m.read()

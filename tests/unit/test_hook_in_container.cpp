@@ -104,7 +104,7 @@ TEST_CASE("hook in container: nodes and read-only binds as asked", "[hook][root]
   t.write("driver/version", "1.0\n");
   NamespaceHolder container;
   Injection inj;
-  inj.nodes.push_back(NodeToMake{"/dev/nvidia0", 'c', 195, 0, 0660, 0, 44});
+  inj.nodes.push_back(NodeToMake{"/dev/nvidia0", "", 'c', 195, 0, 0660, 0, 44});
   BindToMake bind;
   bind.source = t / "driver";
   bind.destination = "/usr/local/driver";
@@ -130,6 +130,6 @@ TEST_CASE("hook in container: nodes and read-only binds as asked", "[hook][root]
   CHECK(s.str().find(rootfs + "/usr/local/driver") == std::string::npos);
   // another node already at the path is refused
   Injection other;
-  other.nodes.push_back(NodeToMake{"/dev/nvidia0", 'c', 195, 1, 0666, 0, 0});
+  other.nodes.push_back(NodeToMake{"/dev/nvidia0", "", 'c', 195, 1, 0666, 0, 0});
   CHECK_THROWS_WITH(inject_in_container(container.pid(), rootfs, other), Catch::Contains("is not the device"));
 }

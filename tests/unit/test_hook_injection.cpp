@@ -43,9 +43,10 @@ TEST_CASE("hook injection: only what the edits add", "[hook]") {
       OciSpec::parse(R"({"allow": true, "type": "c", "major": 195, "minor": 0, "access": "rw"})"));
   after["hooks"] = OciSpec::parse(R"({"createContainer": [{"path": "/usr/bin/nvidia-ctk", "args": ["nvidia-ctk", "hook"], "env": ["A=1"], "timeout": 5}]})");
 
-  const Injection inj = plan_injection(before, after, "/b/rootfs/");
+  const Injection inj = plan_injection(before, after, "/b/rootfs/", {{"/dev/nvidia0", "/var/run/dev/nvidia0"}});
   REQUIRE(inj.nodes.size() == 1);
   CHECK(inj.nodes[0].path == "/dev/nvidia0");
+  CHECK(inj.nodes[0].host_path == "/var/run/dev/nvidia0");
   CHECK(inj.nodes[0].type == 'c');
   CHECK(inj.nodes[0].major == 195);
   CHECK(inj.nodes[0].mode == 0660);

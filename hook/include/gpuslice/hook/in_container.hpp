@@ -12,6 +12,11 @@
 // target swapped for a link meanwhile, reaches only its own root. The
 // child loads nothing and never execs: what the container's files hold is
 // only data to it. The parent's namespaces are never changed.
+//
+// Device nodes are made with mknodat, except in a container with a user
+// namespace of its own, where a node made inside could not be opened: the
+// host's node (CDI hostPath) is bound there instead, once checked to be
+// the very device.
 #pragma once
 
 #include "gpuslice/hook/injection.hpp"

@@ -13,14 +13,16 @@
 #include "gpuslice/cdi/apply.hpp"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 namespace gpuslice::hook {
 
 struct NodeToMake {
-  std::string path; // in the container, absolute
-  char type = 'c';  // c, b or p
+  std::string path;      // in the container, absolute
+  std::string host_path; // the node on the host (CDI hostPath; else path): bound instead in a user namespace
+  char type = 'c';       // c, b or p
   int64_t major = 0, minor = 0;
   uint32_t mode = 0666; // permission bits
   uint32_t uid = 0, gid = 0;
@@ -63,6 +65,8 @@ struct Injection {
 // mount option, a hook of a stage already past when the hook runs), so
 // that such a container fails instead of running without part of its
 // device.
-Injection plan_injection(const cdi::OciSpec &before, const cdi::OciSpec &after, const std::string &rootfs);
+// `host_nodes`: container path -> host path of the edits' device nodes.
+Injection plan_injection(const cdi::OciSpec &before, const cdi::OciSpec &after, const std::string &rootfs,
+                         const std::map<std::string, std::string> &host_nodes = {});
 
 } // namespace gpuslice::hook

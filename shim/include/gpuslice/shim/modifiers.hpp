@@ -15,6 +15,7 @@
 #include "gpuslice/state/container_dir.hpp"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,6 +71,7 @@ std::unique_ptr<Modifier> selinux_modifier(selinux::System &system = selinux::li
 struct CreatePlan {
   std::vector<std::string> devices;
   std::vector<std::string> warnings;
+  std::map<std::string, std::string> host_nodes; // the edits' device nodes: container path -> host path
 };
 // Resolves ctx.spec's CDI requests and runs the create path's modifiers over
 // it (ctx.spec and ctx.plan change, nothing else): gpuslice-runtime before

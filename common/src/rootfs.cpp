@@ -159,12 +159,26 @@ UniqueFd make_dirs_in_root(int root_fd, const std::string &path, const std::stri
   return dir;
 }
 
-UniqueFd make_mount_target(int root_fd, const std::string &path, TargetKind kind, const std::string &shown_root) {
+namespace {
+
+UniqueFd make_mount_target_at(int root_fd, const std::string &path, TargetKind kind, const std::string &shown_root,
+                              int links) {
   const std::string cleaned = fs::clean_path("/" + path);
   if (cleaned == "/")
     throw Error("cannot mount onto the root of rootfs " + quote(shown_root));
   const UniqueFd parent = make_dirs_in_root(root_fd, fs::dirname(cleaned), shown_root);
   const std::string name = basename_of(cleaned);
+  // The mount point is a link (dangling or not): made where it leads,
+  // inside the root, as the container would see it.
+  char target_buf[4096];
+  const ssize_t n = ::readlinkat(parent.get(), name.c_str(), target_buf, sizeof target_buf);
+  if (n > 0 && static_cast<std::size_t>(n) < sizeof target_buf) {
+    if (links >= kMaxSymlinks)
+      throw Error(in_root_shown(cleaned, shown_root) + ": too many levels of symbolic links");
+    const std::string target(target_buf, static_cast<std::size_t>(n));
+    return make_mount_target_at(root_fd, target[0] == '/' ? target : fs::dirname(cleaned) + "/" + target, kind,
+                                shown_root, links + 1);
+  }
   if (kind == TargetKind::directory) {
     if (::mkdirat(parent.get(), name.c_str(), 0755) != 0 && errno != EEXIST)
       throw system_error("cannot make directory " + in_root_shown(cleaned, shown_root));
@@ -185,6 +199,12 @@ UniqueFd make_mount_target(int root_fd, const std::string &path, TargetKind kind
     throw Error(in_root_shown(cleaned, shown_root) + (kind == TargetKind::directory ? " is not a directory"
                                                                                      : " is a directory"));
   return target;
+}
+
+} // namespace
+
+UniqueFd make_mount_target(int root_fd, const std::string &path, TargetKind kind, const std::string &shown_root) {
+  return make_mount_target_at(root_fd, path, kind, shown_root, 0);
 }
 
 PathKind kind_in_root(const std::string &rootfs, const std::string &path) {

@@ -57,10 +57,11 @@ TEST_CASE("hook in container: a racing link never takes a mount out of the root"
     std::filesystem::remove(rootfs + "/usr/lib.swap");
     std::filesystem::create_directory_symlink(target, rootfs + "/usr/lib.swap");
     std::atomic<bool> stop{false};
+    // No allocation in the racer: the hook forks while it runs.
+    const std::string lib = rootfs + "/usr/lib", swap = rootfs + "/usr/lib.swap";
     std::thread racer([&] {
       while (!stop)
-        ::renameat2(AT_FDCWD, (rootfs + "/usr/lib").c_str(), AT_FDCWD, (rootfs + "/usr/lib.swap").c_str(),
-                    RENAME_EXCHANGE);
+        ::renameat2(AT_FDCWD, lib.c_str(), AT_FDCWD, swap.c_str(), RENAME_EXCHANGE);
     });
     for (int i = 0; i < 300; ++i) {
       try {

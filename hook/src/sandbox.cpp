@@ -69,8 +69,8 @@ void load_filter(int program, int err_fd) {
   for (const char *name : kKilled)
     rule(SCMP_ACT_KILL_PROCESS, name);
   // The one exec: of this very descriptor.
-  if (::seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(execveat), 1,
-                         SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(program))) != 0)
+  const scmp_arg_cmp same_fd{0, SCMP_CMP_EQ, static_cast<scmp_datum_t>(program), 0};
+  if (::seccomp_rule_add_array(ctx, SCMP_ACT_ALLOW, SCMP_SYS(execveat), 1, &same_fd) != 0)
     die(err_fd, "cannot add execveat to the seccomp filter", EINVAL);
   rule(SCMP_ACT_KILL_PROCESS, "execve");
   const int rc = ::seccomp_load(ctx);

@@ -1,6 +1,7 @@
-// gpuslice cdi list|validate|inject: the CDI library from the command line,
-// for operators checking what a node's spec dirs offer and what a container
-// would get.
+// gpuslice cdi list|validate|inject|generate: the CDI library from the
+// command line, for operators checking what a node's spec dirs offer and
+// what a container would get, and writing the spec of the node's NVIDIA
+// driver (nvidia/generate.hpp).
 #include "commands.hpp"
 
 #include "gpuslice/cdi/apply.hpp"
@@ -11,8 +12,12 @@
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/install_paths.hpp"
 #include "gpuslice/common/json_text.hpp"
 #include "gpuslice/common/strings.hpp"
+#include "gpuslice/nvidia/discover.hpp"
+#include "gpuslice/nvidia/generate.hpp"
+#include "gpuslice/sharing/limits.hpp"
 
 #include <iostream>
 #include <memory>
@@ -121,6 +126,45 @@ int run_inject(const CdiOptions &o) {
   return 0;
 }
 
+struct GenerateCli {
+  nvidia::DiscoverOptions discover;
+  nvidia::GenerateOptions generate;
+  std::string vendor = "nvidia.com", device_class = "gpu", naming = "index", output;
+};
+
+int run_generate(GenerateCli &g) {
+  g.generate.kind = g.vendor + "/" + g.device_class;
+  g.generate.naming = g.naming == "uuid" ? nvidia::Naming::uuid : g.naming == "both" ? nvidia::Naming::both
+                                                                                     : nvidia::Naming::index;
+  if (!g.generate.memory_limit.empty())
+    with_context("--memory-limit", [&] { return sharing::parse_size(g.generate.memory_limit); });
+  if (!g.generate.compute_limit.empty()) {
+    const auto &c = g.generate.compute_limit;
+    if (c.empty() || c.size() > 3 || c.find_first_not_of("0123456789") != std::string::npos || std::stoi(c) < 1 ||
+        std::stoi(c) > 100)
+      throw Error("--compute-limit " + quote(c) + " is not a percentage from 1 to 100");
+  }
+  bool json = false;
+  if (!g.output.empty()) {
+    if (g.output.ends_with(".json"))
+      json = true;
+    else if (!g.output.ends_with(".yaml") && !g.output.ends_with(".yml"))
+      throw Error("--output " + quote(g.output) + ": the name must end in .yaml, .yml or .json (the registry "
+                  "loads nothing else)");
+  }
+  const nvidia::Driver driver = nvidia::discover(g.discover);
+  const auto spec = nvidia::generate_spec(driver, g.generate);
+  const std::string text = json ? spec.dump(2) + "\n" : nvidia::to_yaml(spec);
+  if (g.output.empty())
+    std::cout << text;
+  else
+    fs::write_file_atomic(g.output, text, 0644);
+  std::cerr << "gpuslice: " << driver.gpus.size() << " GPU" << (driver.gpus.size() == 1 ? "" : "s") << ", driver "
+            << driver.version << ", " << driver.libraries.size() << " libraries"
+            << (g.output.empty() ? std::string() : ": wrote " + g.output) << "\n";
+  return 0;
+}
+
 } // namespace
 
 void register_cdi(CLI::App &app, Action &action) {
@@ -150,6 +194,37 @@ void register_cdi(CLI::App &app, Action &action) {
   inject->add_option("--output", opts->output_path, "write the result here atomically instead of stdout");
   inject->add_option("devices", opts->devices, "qualified device names, vendor/class=name")->required();
   inject->callback([&action, opts] { action = [opts] { return run_inject(*opts); }; });
+
+  auto gen = std::make_shared<GenerateCli>();
+  gen->generate.hook_path = installed::kHookPath;
+  CLI::App *generate = cdi->add_subcommand(
+      "generate", "write a CDI spec for this node's NVIDIA GPUs: one device per GPU plus \"all\", the driver's "
+                  "libraries, tools, firmware and persistenced socket mounted read-only, and a createContainer "
+                  "hook (gpuslice-hook update-ldcache) for the ld cache");
+  generate->add_option("--dev-root", gen->discover.dev_root, "where /dev, /proc/driver/nvidia and /run are")
+      ->capture_default_str();
+  generate->add_option("--driver-root", gen->discover.driver_root,
+                       "where the driver's libraries, tools and firmware are (a GPU operator's driver root)")
+      ->capture_default_str();
+  generate->add_option("--library-dir", gen->discover.library_dirs,
+                       "a library folder inside the driver root (repeat; default: the distributions' usual ones)");
+  generate->add_option("--vendor", gen->vendor, "the spec's vendor")->capture_default_str();
+  generate->add_option("--class", gen->device_class, "the spec's class")->capture_default_str();
+  generate->add_option("--device-name-strategy", gen->naming, "name devices by index (0, 1...), uuid (GPU-...) "
+                                                              "or both")
+      ->check(CLI::IsMember({"index", "uuid", "both"}))
+      ->capture_default_str();
+  generate->add_option("--output,-o", gen->output, "write here atomically: YAML (.yaml, .yml) or JSON (.json); "
+                                                   "default: YAML on stdout");
+  generate->add_option("--cdi-version", gen->generate.cdi_version, "default: the lowest version that holds the spec");
+  generate->add_option("--slices", gen->generate.slices, "N devices per GPU, NAME-0 ... NAME-(N-1), each with the "
+                                                         "GPU's UUID and the limits below (compute 100/N by default)");
+  generate->add_option("--memory-limit", gen->generate.memory_limit, "GPUSLICE_MEMORY_LIMIT of every device (e.g. 8Gi)");
+  generate->add_option("--compute-limit", gen->generate.compute_limit, "GPUSLICE_COMPUTE_LIMIT of every device, "
+                                                                       "percent");
+  generate->add_option("--hook-path", gen->generate.hook_path, "gpuslice-hook in the spec's hook")
+      ->capture_default_str();
+  generate->callback([&action, gen] { action = [gen] { return run_generate(*gen); }; });
 }
 
 } // namespace gpuslice::cli

@@ -11,7 +11,12 @@ set(GPUSLICE_INSTALLED_HOOK "${CMAKE_INSTALL_FULL_BINDIR}/gpuslice-hook")
 set(GPUSLICE_INSTALLED_RUNTIME "${CMAKE_INSTALL_FULL_BINDIR}/gpuslice-runtime")
 set(GPUSLICE_INSTALLED_INTERPOSER "${CMAKE_INSTALL_FULL_LIBDIR}/gpuslice/libgpuslice-cuda.so")
 set(GPUSLICE_INSTALLED_CONFIG "${CMAKE_INSTALL_FULL_SYSCONFDIR}/gpuslice/config.toml")
+set(GPUSLICE_INSTALLED_CLI "${CMAKE_INSTALL_FULL_BINDIR}/gpuslice")
 set(GPUSLICE_OCI_HOOKS_INSTALL_DIR "${CMAKE_INSTALL_DATADIR}/containers/oci/hooks.d")
+# systemd and udev read their own dirs whatever the prefix (Debian's
+# /lib/...; the .rpm passes %{_unitdir} and %{_udevrulesdir}).
+set(GPUSLICE_SYSTEMD_UNIT_DIR "/lib/systemd/system" CACHE PATH "where the systemd units go")
+set(GPUSLICE_UDEV_RULES_DIR "/lib/udev/rules.d" CACHE PATH "where the udev rules go")
 
 # The version: the project's, plus the git revision in a development build
 # (a checkout; a release tarball has no .git). Read at configure time.

@@ -14,6 +14,10 @@
 #     and nvml_breach (the monitor's Enforcer, kill, 100 ms) must kill it;
 #     it prints what NVML counted for it (the CUDA context's own memory
 #     included, which the interposer does not count: monitor.memory-tolerance).
+#  6. `gpuslice cdi generate` on the real driver: the spec validates, names
+#     every GPU nvidia-smi lists, and, where runc is installed, a busybox
+#     container started through gpuslice-runtime with device 0 runs
+#     `nvidia-smi -L` (the spec's libraries, tools and ld cache hook).
 # Usage: tests/gpu/run.sh [BUILD_DIR]   (prints everything; exit 1 on a failure)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,7 +29,8 @@ note() { printf '\n== %s\n' "$*"; }
 note "build"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j"$(nproc)" --target gpuslice gpuslice_cuda gpuslice-shim nvml_breach
+cmake --build "$build" -j"$(nproc)" --target gpuslice gpuslice_cuda gpuslice-shim nvml_breach gpuslice-runtime \
+  gpuslice-hook
 cc -O2 -std=c11 -Iinterposer/include tests/gpu/driver_test.c -o "$build/driver_test" -ldl
 gs="$build/cli/gpuslice"
 export GPUSLICE_INTERPOSER_LIB="$PWD/$build/interposer/libgpuslice-cuda.so"
@@ -105,6 +110,32 @@ wait "$victim" 2>/dev/null || status=$?
 echo "the PyTorch process ended with status $status (137: SIGKILL)"
 [[ $status == 137 ]] || fail=1
 rmdir "$cg" 2>/dev/null || true
+
+note "cdi generate on the real driver"
+mkdir -p "$state/cdi"
+"$gs" cdi generate --hook-path "$PWD/$build/hook/gpuslice-hook" --output "$state/cdi/nvidia.yaml" || fail=1
+"$gs" cdi validate "$state/cdi/nvidia.yaml" || fail=1
+listed=$(nvidia-smi -L | wc -l)
+named=$("$gs" cdi list --spec-dirs "$state/cdi" | grep -c '^nvidia.com/gpu=[0-9]*$' || true)
+echo "nvidia-smi lists $listed GPUs, the spec names $named"
+[[ $listed == "$named" ]] || fail=1
+if command -v runc >/dev/null && command -v busybox >/dev/null; then
+  bundle="$state/bundle"
+  mkdir -p "$bundle/rootfs/bin" "$bundle/rootfs/etc" "$bundle/rootfs/usr/lib/x86_64-linux-gnu"
+  cp "$(command -v busybox)" "$bundle/rootfs/bin/busybox"; ln -s busybox "$bundle/rootfs/bin/sh"
+  (cd "$bundle" && runc spec)
+  python3 - "$bundle/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]; c = json.load(open(p))
+c["process"]["terminal"] = False; c["process"]["args"] = ["nvidia-smi", "-L"]; c["root"]["readonly"] = False
+c.setdefault("annotations", {})["cdi.k8s.io/gpu"] = "nvidia.com/gpu=0"
+json.dump(c, open(p, "w"))
+PY
+  printf '[cdi]\nspec-dirs = ["%s"]\n[runtime]\nstate-dir = "%s"\n' "$state/cdi" "$state/run" > "$state/gpuslice.toml"
+  GPUSLICE_CONFIG="$state/gpuslice.toml" "$build/shim/gpuslice-runtime" run --bundle "$bundle" gpuslice-gpu-check-$$ || fail=1
+else
+  echo "no runc or busybox on this machine: the container step was not run"
+fi
 
 note "result"
 if [[ $fail == 0 ]]; then echo "all GPU checks passed"; else echo "SOME GPU CHECKS FAILED"; fi

@@ -102,6 +102,7 @@ def test_install_register_remove_purge_in_a_clean_debian_12(deb, debian12):
     assert p.returncode == 0, p.stdout + p.stderr
     leftovers = [str(q.relative_to(root)) for pattern in ("usr/bin/gpuslice*", "usr/lib/*/gpuslice", "etc/gpuslice",
                                                           "usr/share/containers/oci/hooks.d/gpuslice*.json",
+                                                          "lib/systemd/system/gpuslice*", "lib/udev/rules.d/*gpuslice*",
                                                           "usr/share/man/man*/gpuslice*", "run/gpuslice")
                  for q in root.glob(pattern)]
     assert leftovers == [], leftovers

@@ -52,6 +52,7 @@ EXPECTED_FILES = {
     "/usr/share/man/man1/gpuslice.1.gz", "/usr/share/man/man8/gpuslice-runtime.8.gz",
     "/usr/share/man/man8/gpuslice-hook.8.gz", "/usr/share/man/man8/gpuslice-shim.8.gz",
     "/usr/share/selinux/packages/gpuslice.pp",
+    "/usr/lib/systemd/system/gpuslice-cdi-generate.service", "/usr/lib/udev/rules.d/71-gpuslice-cdi.rules",
 }
 
 
@@ -188,6 +189,7 @@ def test_install_register_upgrade_erase_in_a_foreign_root(rpm, debian12):
         ["etc/gpuslice/config.toml.rpmsave"]  # rpm keeps the edited config aside
     leftovers = [str(q.relative_to(root)) for pattern in ("usr/bin/gpuslice*", "usr/lib64/gpuslice",
                                                           "usr/share/containers/oci/hooks.d/gpuslice*.json",
+                                                          "usr/lib/systemd/system/gpuslice*", "usr/lib/udev/rules.d/*gpuslice*",
                                                           "usr/share/man/man*/gpuslice*", "run/gpuslice")
                  for q in root.glob(pattern)]
     assert leftovers == [], leftovers

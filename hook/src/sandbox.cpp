@@ -33,7 +33,7 @@ constexpr const char *kAllowed[] = {
     "dup3", "getcwd", "chdir", "fchdir", "umask", "mmap", "munmap", "mremap", "mprotect", "madvise", "brk",
     "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "exit", "exit_group", "getpid", "gettid",
     "getuid", "geteuid", "getgid", "getegid", "uname", "arch_prctl", "set_tid_address", "set_robust_list", "rseq",
-    "prlimit64", "getrlimit", "getrandom", "futex", "clock_gettime", "clock_nanosleep", "nanosleep", "time",
+    "prlimit64", "getrlimit", "setrlimit", "getrandom", "futex", "clock_gettime", "clock_nanosleep", "nanosleep", "time",
     "gettimeofday", "capget", "sched_getaffinity", "sched_yield",
 };
 
@@ -117,20 +117,22 @@ void limit(int resource, rlim_t value, int err_fd) {
     die(err_fd, "cannot change root to " + quote(how.root));
   ::close(root);
   limit(RLIMIT_CPU, 30, err_fd);
-  limit(RLIMIT_AS, rlim_t(2) << 30, err_fd);
   limit(RLIMIT_FSIZE, rlim_t(256) << 20, err_fd);
   limit(RLIMIT_NOFILE, 256, err_fd);
   limit(RLIMIT_CORE, 0, err_fd);
   drop_capabilities(how.keep_caps, err_fd);
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
     die(err_fd, "cannot set no_new_privs");
-  load_filter(program, err_fd);
   std::vector<char *> args;
   std::vector<std::string> copy = argv;
   for (auto &a : copy)
     args.push_back(a.data());
   args.push_back(nullptr);
   char *no_env[] = {nullptr};
+  load_filter(program, err_fd);
+  // The address space last: nothing of this process allocates after it (a
+  // sanitizer's allocator would not fit).
+  limit(RLIMIT_AS, rlim_t(2) << 30, err_fd);
   ::syscall(SYS_execveat, program, "", args.data(), no_env, AT_EMPTY_PATH);
   die(err_fd, "cannot execute the program");
 }

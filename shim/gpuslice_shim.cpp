@@ -120,7 +120,7 @@ int run(int argc, char **argv) {
       try {
         state::remove_container_dir(state_dir, id, creator);
       } catch (const Error &) {
-        // the poststop hook or the next create removes it
+        // `delete` (or the poststop hook, in hook mode) or the next create removes it
       }
     };
   }

@@ -36,7 +36,10 @@ void add_gpuslice_hooks(cdi::OciSpec &oci, const Config &config, const std::stri
   auto &hooks = oci["hooks"];
   if (!hooks.is_object())
     hooks = cdi::OciSpec::object();
-  for (const char *stage : {"createRuntime", "poststop"}) {
+  // createRuntime only: `delete` goes through gpuslice-runtime, which
+  // removes the state itself once runc is done, so a poststop hook would
+  // be one more exec on every GPU container's way out for nothing.
+  for (const char *stage : {"createRuntime"}) {
     cdi::OciSpec hook = {{"path", config.hook_path}, {"args", {"gpuslice-hook", stage}}, {"env", env}, {"timeout", 30}};
     auto &list = hooks[stage];
     if (!list.is_array())

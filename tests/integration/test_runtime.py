@@ -186,7 +186,8 @@ def test_gpuslice_rewrites_config(request, gpuslice_runtime, bundle, fake_gpu, g
         spec = bundle.read()
         assert {d["path"] for d in spec["linux"]["devices"]} >= {"/dev/nvidia0", "/dev/nvidiactl"}
         assert "GPUSLICE_FAKE_GPU0=present" in spec["process"]["env"]
-        for stage in ("createRuntime", "poststop"):
+        assert "poststop" not in spec.get("hooks", {}), spec.get("hooks")  # delete removes the state
+        for stage in ("createRuntime",):
             entries = [h for h in spec.get("hooks", {}).get(stage, []) if h["path"] == hook]
             assert len(entries) == 1, spec.get("hooks")
             env = entries[0].get("env")

@@ -147,7 +147,7 @@ TEST_CASE("unexpected JSON types are errors naming the JSON path, never nlohmann
       {R"({"linux": {"devices": [{"path": "/dev/x"}, {"path": ["a"]}]}, )" + ann + "}",
        "linux.devices[1].path is not a string"},
       {R"({"mounts": [{"destination": false}], )" + ann + "}", "mounts[0].destination is not a string"},
-      {R"({"hooks": {"poststop": [{"path": 1}]}, )" + ann + "}", "hooks.poststop[].path is not a string"},
+      {R"({"hooks": {"createRuntime": [{"path": 1}]}, )" + ann + "}", "hooks.createRuntime[].path is not a string"},
   };
   int i = 0;
   for (const auto &[config_json, message] : cases) {

@@ -35,7 +35,7 @@ struct BundleEdit {
 // monitor (sharing/monitor.hpp).
 BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const std::string &config_file);
 
-// Adds gpuslice-hook for createRuntime and poststop with an explicit minimal
+// Adds gpuslice-hook for createRuntime with an explicit minimal
 // environment: never the container's, whatever the runtime and stage would
 // otherwise pass (an image's LD_PRELOAD reaching a host hook is how
 // CVE-2025-23266 happened). `config_file` is passed on when not the default.

@@ -56,7 +56,7 @@ using Modifiers = std::vector<std::unique_ptr<Modifier>>;
 
 // The claimed devices' CDI edits.
 std::unique_ptr<Modifier> cdi_edits_modifier(cdi::ContainerEdits edits);
-// gpuslice-hook at createRuntime and poststop.
+// gpuslice-hook at createRuntime.
 std::unique_ptr<Modifier> hooks_modifier();
 // The CDI env, recorded for `exec` (exec_env.hpp).
 std::unique_ptr<Modifier> exec_env_modifier(std::vector<std::string> env);
@@ -76,7 +76,7 @@ struct CreatePlan {
 // Resolves ctx.spec's CDI requests and runs the create path's modifiers over
 // it (ctx.spec and ctx.plan change, nothing else): gpuslice-runtime before
 // runc, and gpuslice-hook, which then injects the difference itself. With
-// HookMode::add, gpuslice-hook is added for createRuntime and poststop.
+// HookMode::add, gpuslice-hook is added for createRuntime.
 // Throws Error naming the device, spec or setting.
 enum class HookMode { add, none };
 CreatePlan plan_create(CreateContext &ctx, const std::string &bundle_dir, HookMode hooks);

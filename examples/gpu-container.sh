@@ -102,4 +102,4 @@ PY
 echo "== container $id started through gpuslice-runtime with cdi.k8s.io annotation nvidia.com/gpu=0"
 build/shim/gpuslice-runtime --root "$root" run --bundle "$work/bundle" "$id"
 left=$(ls -A "$work/state/containers" 2>/dev/null | wc -l)
-echo "== gpuslice-hook created the container's state dir at start and removed it at stop: $left left"
+echo "== the container's state dir, made at create, is gone now that it has ended: $left left"

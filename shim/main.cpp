@@ -1,7 +1,7 @@
 // gpuslice-runtime: an OCI runtime command line in front of runc or crun.
 // `create` and `run` get the container's CDI devices applied to the bundle;
-// `delete` of a container that has gpuslice state runs runc and then removes
-// that state; `exec` gets the container's CDI env; start, state, exec, ps,
+// `delete` of a container that has gpuslice state (and `run` of one) runs
+// runc and then removes that state; `exec` gets the container's CDI env; start, state, exec, ps,
 // pause and resume start the container's monitor again when it died; every
 // other verb (and a container that asks for no device) is an exec of the
 // low-level runtime with the arguments untouched.
@@ -104,6 +104,7 @@ int run(shim::CommandLine &cl) {
     }
   }
 
+  bool has_state = false;
   if (cl.edits_bundle()) {
     try {
       shim::CreateRequest request{cl.bundle, cl.container_id, cl.pid_file};
@@ -112,6 +113,7 @@ int run(shim::CommandLine &cl) {
       const auto edit = shim::prepare_bundle(request, config, config_file);
       if (request.pid_file != cl.pid_file)
         cl.add_pid_file(request.pid_file);
+      has_state = edit.written;
       if (edit.written) {
         start_logging(config);
         for (const auto &w : edit.warnings)
@@ -128,6 +130,13 @@ int run(shim::CommandLine &cl) {
   }
 
   try {
+    if (cl.verb == "run" && has_state) {
+      // `run` deletes the container when it ends: its state goes then too
+      // (still there when detached: its init lives).
+      const int status = shim::run_runtime(runtime, cl.args);
+      state::remove_if_stale(config.state_dir, cl.container_id);
+      return status;
+    }
     shim::exec_runtime(runtime, cl.args);
   } catch (const Error &e) {
     return fail(cl, config, e.message());

@@ -219,6 +219,21 @@ def test_gpuslice_hook_state_dir(gpuslice_runtime, bundle, fake_gpu, gpuslice_st
     assert gpuslice_runtime.list_ids() == []
 
 
+@pytest.mark.gpuslice
+def test_gpuslice_run_leaves_no_state(gpuslice_runtime, bundle, fake_gpu, gpuslice_state_dir, cid):
+    """`run` (create, start, wait, delete in one) through gpuslice-runtime:
+    the container's exit status comes back, and its state dir is gone once
+    runc has deleted it (there is no poststop hook: the runtime removes it)."""
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.shell("test -e /dev/nvidia0 && echo has-gpu; exit 3")
+    bundle.write()
+    p = gpuslice_runtime.run("run", "--bundle", str(bundle.path), cid, check=False)
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert "has-gpu" in p.stdout
+    assert not (gpuslice_state_dir / "containers" / cid).exists()
+    assert gpuslice_runtime.list_ids() == []
+
+
 def hooks_d_prestart(bundle, hook: str, config: Path, stages=("prestart", "poststop")) -> None:
     """What podman and CRI-O add from the packaged oci-hooks.d files."""
     for stage in stages:

@@ -4,6 +4,7 @@
 #include "gpuslice/common/fd.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/strings.hpp"
+#include "monitor/cgroup.hpp"
 
 #include <fcntl.h>
 #include <sys/syscall.h>
@@ -268,25 +269,16 @@ void allow_devices(int pid, const std::vector<DeviceRule> &rules) {
   if (rules.empty())
     return;
   const std::string proc = "/proc/" + std::to_string(pid) + "/cgroup";
-  const std::string text = fs::read_fd(UniqueFd(::open(proc.c_str(), O_RDONLY | O_CLOEXEC)).get(), proc, 1 << 20);
-  for (const auto &line : split(text, '\n', EmptyParts::skip)) {
-    const auto first = line.find(':'), second = line.find(':', first + 1);
-    if (first == std::string::npos || second == std::string::npos)
-      continue;
-    const std::string controllers = line.substr(first + 1, second - first - 1), path = line.substr(second + 1);
-    if (line.compare(0, first, "0") == 0 && controllers.empty()) {
-      if (auto mount = mount_point(true))
-        allow_devices_v2(joined(*mount, path), rules);
-    } else {
-      for (const auto &c : split(controllers, ',', EmptyParts::skip))
-        if (c == "devices") {
-          const auto mount = mount_point(false);
-          if (!mount)
-            throw Error("the devices cgroup of pid " + std::to_string(pid) + " is not mounted here");
-          allow_devices_v1(joined(*mount, path), rules);
-        }
-    }
+  const std::string text = fs::read_file(proc, 1 << 20);
+  if (const auto v1 = monitor::cgroup_path_in(text, false, "devices")) {
+    const auto mount = mount_point(false);
+    if (!mount)
+      throw Error("the devices cgroup of pid " + std::to_string(pid) + " is not mounted here");
+    allow_devices_v1(joined(*mount, *v1), rules);
   }
+  if (const auto v2 = monitor::cgroup_path_in(text, true, nullptr))
+    if (auto mount = mount_point(true))
+      allow_devices_v2(joined(*mount, *v2), rules);
 }
 
 } // namespace gpuslice::hook

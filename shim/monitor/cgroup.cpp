@@ -13,11 +13,7 @@
 
 namespace gpuslice::monitor {
 
-namespace {
-
-// The path of the line of /proc/PID/cgroup for v2 ("0::PATH") or for the
-// v1 hierarchy holding `controller`.
-std::optional<std::string> path_in(const std::string &proc_cgroup, bool v2, const char *controller) {
+std::optional<std::string> cgroup_path_in(const std::string &proc_cgroup, bool v2, const char *controller) {
   for (const auto &line : split(proc_cgroup, '\n', EmptyParts::skip)) {
     const auto first = line.find(':');
     const auto second = first == std::string::npos ? std::string::npos : line.find(':', first + 1);
@@ -36,6 +32,8 @@ std::optional<std::string> path_in(const std::string &proc_cgroup, bool v2, cons
   }
   return std::nullopt;
 }
+
+namespace {
 
 std::string read_small(const std::string &path) {
   try {
@@ -69,8 +67,8 @@ std::optional<ContainerCgroup> cgroup_of(int pid, const std::string &root) {
   const std::string mine = read_small("/proc/self/cgroup");
   struct stat st {};
   const bool v2 = ::stat((root + "/cgroup.controllers").c_str(), &st) == 0;
-  const auto path = path_in(theirs, v2, "freezer");
-  if (!path || *path == "/" || path == path_in(mine, v2, "freezer") || path->find("..") != std::string::npos)
+  const auto path = cgroup_path_in(theirs, v2, "freezer");
+  if (!path || *path == "/" || path == cgroup_path_in(mine, v2, "freezer") || path->find("..") != std::string::npos)
     return std::nullopt;
   return ContainerCgroup{(v2 ? root : root + "/freezer") + *path, v2};
 }

@@ -16,6 +16,11 @@ struct ContainerCgroup {
   bool v2 = false;
 };
 
+// The path that /proc/PID/cgroup's text gives for the v2 hierarchy
+// ("0::PATH") or for the v1 hierarchy holding `controller`; nullopt when
+// none. (gpuslice-hook's device cgroup reads the same lines.)
+std::optional<std::string> cgroup_path_in(const std::string &proc_cgroup, bool v2, const char *controller);
+
 // nullopt when the process has no cgroup of its own (its cgroup is the
 // root, or the monitor's own): nothing in it could be told from the host's.
 std::optional<ContainerCgroup> cgroup_of(int pid, const std::string &root = "/sys/fs/cgroup");

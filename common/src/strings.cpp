@@ -1,5 +1,7 @@
 #include "gpuslice/common/strings.hpp"
 
+#include <cctype>
+
 namespace gpuslice {
 
 std::vector<std::string> split(std::string_view text, char separator, EmptyParts empty) {
@@ -79,6 +81,14 @@ std::string join(const std::vector<std::string> &items, std::string_view separat
     out += items[i];
   }
   return out;
+}
+
+std::string trim_space(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
+  return std::string(text);
 }
 
 } // namespace gpuslice

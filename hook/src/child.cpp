@@ -1,6 +1,7 @@
 #include "gpuslice/hook/child.hpp"
 
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/strings.hpp"
 
 #include <poll.h>
 #include <signal.h>
@@ -15,15 +16,11 @@ namespace {
 
 constexpr std::size_t kMaxStderr = 4096;
 
-std::string trimmed(const std::string &s) {
-  const auto first = s.find_first_not_of(" \t\r\n");
-  return first == std::string::npos ? std::string() : s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
-}
-
 } // namespace
 
 std::optional<std::string> ChildEnd::failure(const std::string &shown, int timeout_s) const {
-  const std::string said = trimmed(stderr_text).empty() ? std::string() : ": " + quote(trimmed(stderr_text));
+  const std::string text = trim_space(stderr_text);
+  const std::string said = text.empty() ? std::string() : ": " + quote(text);
   if (timed_out)
     return shown + " did not finish within " + std::to_string(timeout_s) + " s" + said;
   if (signal)

@@ -69,15 +69,6 @@ bool is_directory(const std::string &path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-std::string trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
-    s.pop_back();
-  std::size_t i = 0;
-  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i])))
-    ++i;
-  return s.substr(i);
-}
-
 // The driver's user-space libraries: built for this very kernel module, so
 // named lib<name>.so.<version>. The driver's own only (libcuda, libnvidia-*,
 // libcudadebugger, libnvoptix, libnvcuvid, libGLX_nvidia...), not a CUDA
@@ -102,7 +93,7 @@ std::string parse_driver_version(const std::string &text) {
     throw Error("no \"Kernel Module\" line in the NVIDIA kernel module's version text");
   const std::string line = text.substr(at, text.find('\n', at) - at);
   for (const auto &token : split(line, ' ', EmptyParts::skip)) {
-    const std::string t = trim(token);
+    const std::string t = trim_space(token);
     const auto parts = split(t, '.', EmptyParts::keep);
     if (parts.size() >= 2 && parts.size() <= 3 &&
         std::all_of(parts.begin(), parts.end(), [](const std::string &p) {
@@ -119,7 +110,7 @@ GpuInformation parse_gpu_information(const std::string &text) {
     const auto colon = line.find(':');
     if (colon == std::string::npos)
       continue;
-    const std::string key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
+    const std::string key = trim_space(line.substr(0, colon)), value = trim_space(line.substr(colon + 1));
     if (key == "Model")
       info.model = value;
     else if (key == "GPU UUID")

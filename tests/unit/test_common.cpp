@@ -198,3 +198,9 @@ TEST_CASE("split keeps or skips empty parts", "[common]") {
   CHECK(split("", ',', EmptyParts::skip).empty());
   CHECK(split("/usr/bin::/bin", ':', EmptyParts::skip) == V{"/usr/bin", "/bin"});
 }
+
+TEST_CASE("trim_space takes white space off both ends only", "[common]") {
+  CHECK(trim_space(" \t a b \r\n") == "a b");
+  CHECK(trim_space("  \n").empty());
+  CHECK(trim_space("x") == "x");
+}

@@ -36,6 +36,9 @@ std::string_view env_key(std::string_view entry);
 bool env_sets(std::string_view entry, std::string_view key);
 std::optional<std::string> env_value(const std::vector<std::string> &env, std::string_view key);
 
+// `text` without the white space (isspace) at either end.
+std::string trim_space(std::string_view text);
+
 // The items with `separator` between them.
 std::string join(const std::vector<std::string> &items, std::string_view separator);
 

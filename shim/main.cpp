@@ -1,7 +1,8 @@
 // gpuslice-runtime: an OCI runtime command line in front of runc or crun.
-// `create` and `run` get the container's CDI devices applied to the bundle;
-// `delete` of a container that has gpuslice state (and `run` of one) runs
-// runc and then removes that state; `exec` gets the container's CDI env; start, state, exec, ps,
+// `create` and `run` get the container's CDI devices applied to the bundle
+// (a create with devices runs runc as a child and records the init:
+// shim/lifecycle.hpp); `delete` of a container that has gpuslice state (and
+// `run` of one) removes that state; `exec` gets the container's CDI env; start, state, exec, ps,
 // pause and resume start the container's monitor again when it died; every
 // other verb (and a container that asks for no device) is an exec of the
 // low-level runtime with the arguments untouched.
@@ -12,6 +13,7 @@
 #include "gpuslice/shim/bundle.hpp"
 #include "gpuslice/shim/command_line.hpp"
 #include "gpuslice/shim/exec_env.hpp"
+#include "gpuslice/shim/lifecycle.hpp"
 #include "gpuslice/shim/monitor_start.hpp"
 #include "gpuslice/shim/runtime.hpp"
 #include "gpuslice/state/container_dir.hpp"
@@ -65,15 +67,8 @@ int run(shim::CommandLine &cl) {
   }
 
   if (cl.deletes() && !cl.container_id.empty() && state::container_dir_exists(config.state_dir, cl.container_id)) {
-    // After runc, not before: a refused delete (a running container without
-    // --force) must keep the state its processes use.
     try {
-      const int status = shim::run_runtime(runtime, cl.args);
-      // Only once the container is gone: the same id may be a live
-      // container's under another runtime root.
-      if (status == 0)
-        state::remove_if_stale(config.state_dir, cl.container_id);
-      return status;
+      return shim::delete_with_state(runtime, cl, config);
     } catch (const Error &e) {
       return fail(cl, config, "cannot delete container " + quote(cl.container_id) + ": " + e.message());
     }
@@ -110,7 +105,8 @@ int run(shim::CommandLine &cl) {
       shim::CreateRequest request{cl.bundle, cl.container_id, cl.pid_file};
       // a create killed half-way (kill -9) left its temporary config.json
       fs::remove_stale_temporaries((cl.bundle.empty() ? std::string(".") : cl.bundle) + "/config.json");
-      const auto edit = shim::prepare_bundle(request, config, config_file);
+      const auto edit = shim::prepare_bundle(request, config, config_file,
+                                             cl.verb == "run" ? shim::HookMode::add : shim::HookMode::none);
       if (request.pid_file != cl.pid_file)
         cl.add_pid_file(request.pid_file);
       has_state = edit.written;
@@ -130,13 +126,10 @@ int run(shim::CommandLine &cl) {
   }
 
   try {
-    if (cl.verb == "run" && has_state) {
-      // `run` deletes the container when it ends: its state goes then too
-      // (still there when detached: its init lives).
-      const int status = shim::run_runtime(runtime, cl.args);
-      state::remove_if_stale(config.state_dir, cl.container_id);
-      return status;
-    }
+    if (cl.verb == "create" && has_state)
+      return shim::create_recording_init(runtime, cl, config, cl.pid_file);
+    if (cl.verb == "run" && has_state)
+      return shim::run_with_state(runtime, cl, config);
     shim::exec_runtime(runtime, cl.args);
   } catch (const Error &e) {
     return fail(cl, config, e.message());

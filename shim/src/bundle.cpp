@@ -151,17 +151,20 @@ CreatePlan plan_create(CreateContext &ctx, const std::string &bundle_dir, HookMo
   return plan;
 }
 
-BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const std::string &config_file) {
+BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const std::string &config_file,
+                          HookMode hooks) {
   const std::string bundle_dir = request.bundle_dir.empty() ? std::string(".") : request.bundle_dir;
   const std::string path = bundle_dir + "/config.json";
   BundleSpec spec = BundleSpec::load(path);
   CreateContext ctx{spec, config, config_file, request.container_id,
                     fs::clean_path(config.state_dir) + "/containers/" + request.container_id, std::string(), {}, {}};
-  CreatePlan plan = plan_create(ctx, bundle_dir, HookMode::add);
+  CreatePlan plan = plan_create(ctx, bundle_dir, hooks);
   BundleEdit edit;
   edit.warnings = std::move(plan.warnings);
   if (plan.devices.empty())
     return edit;
+  if (request.pid_file.empty())
+    request.pid_file = ctx.state_path + "/" + kInitPidFile;
   commit(ctx, request.pid_file, path);
   edit.warnings.insert(edit.warnings.end(), ctx.warnings.begin(), ctx.warnings.end());
   edit.written = true;

@@ -9,6 +9,7 @@
 #include "gpuslice/sharing/monitor.hpp"
 #include "gpuslice/sharing/region.hpp"
 #include "gpuslice/selinux/system.hpp"
+#include "gpuslice/shim/bundle.hpp"
 #include "gpuslice/shim/sharing.hpp"
 #include "monitor/cgroup.hpp"
 
@@ -21,7 +22,6 @@ namespace gpuslice::shim {
 
 namespace {
 
-constexpr const char *kInitPidFile = "init.pid";
 constexpr std::size_t kMaxStateFile = 64 * 1024;
 
 // "namespace/name" of the pod, from the annotations kubelet's runtime sets

@@ -7,10 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <ctime>
 
@@ -89,12 +91,16 @@ void exec_runtime(const std::string &runtime, const std::vector<std::string> &ar
   throw system_error("cannot execute " + quote(runtime));
 }
 
-int run_runtime(const std::string &runtime, const std::vector<std::string> &args) {
+int run_runtime(const std::string &runtime, const std::vector<std::string> &args, ChildEnds ends) {
   auto argv = argv_of(runtime, args);
+  const pid_t parent = ::getpid();
   const pid_t child = ::fork();
   if (child < 0)
     throw system_error("cannot start " + quote(runtime));
   if (child == 0) {
+    if (ends == ChildEnds::with_parent &&
+        (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent)) // died before the prctl
+      ::_exit(127);
     ::execv(runtime.c_str(), argv.data());
     ::_exit(127);
   }

@@ -232,11 +232,13 @@ def test_dra_and_device_plugin_containers_get_their_devices(node):
         assert "GPUSLICE_FAKE" not in pod.sh(plain, "env")
 
         # The pause container went through gpuslice-runtime (the handler's
-        # binary) and was not touched: no hook, no device.
+        # binary) and was not touched: no hook, no device, no state. The DRA
+        # container has state, with its init recorded by the runtime.
         assert gpuslice_path_in_options(node, pod.id)
         pause = node.bundle_config(pod.id)
         assert "gpuslice-hook" not in json.dumps(pause) and "/dev/nvidia" not in json.dumps(pause)
-        assert "gpuslice-hook" in json.dumps(node.bundle_config(dra))
+        assert not (node.state / "containers" / pod.id).exists()
+        assert (node.state / "containers" / dra / "init").is_file()
 
 
 def test_cdi_edits_are_applied_once_whoever_applies_them(node):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
+import subprocess
 
 from pathlib import Path
 
@@ -168,14 +169,14 @@ def test_gpuslice_injects_two_devices(gpuslice_runtime, bundle, fake_gpu, cid):
 
 
 @pytest.mark.gpuslice
-def test_gpuslice_rewrites_config(request, gpuslice_runtime, bundle, fake_gpu, gpuslice_config, cid):
+def test_gpuslice_rewrites_config(request, gpuslice_runtime, bundle, fake_gpu, gpuslice_state_dir, cid):
     """With a request: config.json rewritten in place (same mode, no temp
-    file left), the CDI edits in it, gpuslice-hook added as createRuntime and
-    poststop hook with an explicit env that owes nothing to the container's."""
+    file left), the CDI edits in it, and no gpuslice-hook: the runtime runs
+    runc create itself and records the init (the pid runc wrote) in the
+    state dir, without one more exec on the container's way in."""
     from conftest import gpuslice_hook_path
     hook = gpuslice_hook_path(request.config)
     bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
-    bundle.spec["process"]["env"] += ["LD_PRELOAD=/tmp/from-the-image.so", "GPUSLICE_LEAK_CANARY=1"]
     bundle.write()
     bundle.config_path.chmod(0o640)
     gpuslice_runtime.create(bundle, cid)
@@ -186,17 +187,51 @@ def test_gpuslice_rewrites_config(request, gpuslice_runtime, bundle, fake_gpu, g
         spec = bundle.read()
         assert {d["path"] for d in spec["linux"]["devices"]} >= {"/dev/nvidia0", "/dev/nvidiactl"}
         assert "GPUSLICE_FAKE_GPU0=present" in spec["process"]["env"]
-        assert "poststop" not in spec.get("hooks", {}), spec.get("hooks")  # delete removes the state
-        for stage in ("createRuntime",):
-            entries = [h for h in spec.get("hooks", {}).get(stage, []) if h["path"] == hook]
-            assert len(entries) == 1, spec.get("hooks")
-            env = entries[0].get("env")
-            assert env is not None, f"{stage} gpuslice-hook without an explicit env"
-            assert not any(e.startswith(("LD_PRELOAD=", "GPUSLICE_LEAK_CANARY=", "GPUSLICE_FAKE_")) for e in env), env
+        assert not [h for hooks in spec.get("hooks", {}).values() for h in hooks if h["path"] == hook], spec["hooks"]
         # the CDI spec's own hook is kept
         assert any(h["path"] == str(fake_gpu.hook) for h in spec["hooks"]["createContainer"])
+        init_pid = int((bundle.path / f"{cid}.pid").read_text())
+        recorded = (gpuslice_state_dir / "containers" / cid / "init").read_text().split()
+        assert int(recorded[0]) == init_pid
+        assert recorded[1] == Path(f"/proc/{init_pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
     finally:
         gpuslice_runtime.delete(cid, force=True)
+
+
+@pytest.mark.gpuslice
+def test_gpuslice_create_without_pid_file_records_the_init(gpuslice_runtime, bundle, fake_gpu, gpuslice_state_dir,
+                                                           cid):
+    """A create that names no --pid-file (a person, not containerd): runc is
+    given one in the state dir, and the init is recorded from it."""
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.write()
+    with open(bundle.path / "out", "wb") as out:  # files: the container holds them open
+        p = subprocess.run(gpuslice_runtime.cmd("create", "--bundle", str(bundle.path), cid), env=gpuslice_runtime.env,
+                           stdin=subprocess.DEVNULL, stdout=out, stderr=out, timeout=60)
+    try:
+        assert p.returncode == 0, (bundle.path / "out").read_text()
+        state = gpuslice_runtime.state(cid)
+        cdir = gpuslice_state_dir / "containers" / cid
+        assert int((cdir / "init.pid").read_text()) == state["pid"]
+        assert int((cdir / "init").read_text().split()[0]) == state["pid"]
+    finally:
+        gpuslice_runtime.delete(cid, force=True)
+    assert not (gpuslice_state_dir / "containers" / cid).exists()
+
+
+@pytest.mark.gpuslice
+def test_gpuslice_failed_runc_create_leaves_no_state(gpuslice_runtime, bundle, fake_gpu, gpuslice_state_dir, cid):
+    """runc refuses the create (its root is missing): runc's status comes
+    back, and the state dir the runtime made is gone at once, not left for
+    the next create to collect."""
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.spec["root"]["path"] = str(bundle.path / "no-such-rootfs")
+    bundle.write()
+    p = gpuslice_runtime.create(bundle, cid, check=False)
+    assert p.returncode != 0
+    containers = gpuslice_state_dir / "containers"
+    assert not containers.exists() or list(containers.iterdir()) == []
+    assert gpuslice_runtime.list_ids() == []
 
 
 @pytest.mark.gpuslice
@@ -220,11 +255,16 @@ def test_gpuslice_hook_state_dir(gpuslice_runtime, bundle, fake_gpu, gpuslice_st
 
 
 @pytest.mark.gpuslice
-def test_gpuslice_run_leaves_no_state(gpuslice_runtime, bundle, fake_gpu, gpuslice_state_dir, cid):
+def test_gpuslice_run_leaves_no_state(request, gpuslice_runtime, bundle, fake_gpu, gpuslice_state_dir, cid):
     """`run` (create, start, wait, delete in one) through gpuslice-runtime:
-    the container's exit status comes back, and its state dir is gone once
-    runc has deleted it (there is no poststop hook: the runtime removes it)."""
+    gpuslice-hook records the init at createRuntime (nothing else sees it),
+    with an explicit env that owes nothing to the container's; the
+    container's exit status comes back, and its state dir is gone once runc
+    has deleted it (there is no poststop hook: the runtime removes it)."""
+    from conftest import gpuslice_hook_path
+    hook = gpuslice_hook_path(request.config)
     bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.spec["process"]["env"] += ["LD_PRELOAD=/tmp/from-the-image.so", "GPUSLICE_LEAK_CANARY=1"]
     bundle.shell("test -e /dev/nvidia0 && echo has-gpu; exit 3")
     bundle.write()
     p = gpuslice_runtime.run("run", "--bundle", str(bundle.path), cid, check=False)
@@ -232,6 +272,13 @@ def test_gpuslice_run_leaves_no_state(gpuslice_runtime, bundle, fake_gpu, gpusli
     assert "has-gpu" in p.stdout
     assert not (gpuslice_state_dir / "containers" / cid).exists()
     assert gpuslice_runtime.list_ids() == []
+    spec = bundle.read()
+    assert "poststop" not in spec.get("hooks", {}), spec.get("hooks")
+    entries = [h for h in spec["hooks"].get("createRuntime", []) if h["path"] == hook]
+    assert len(entries) == 1, spec["hooks"]
+    env = entries[0].get("env")
+    assert env is not None, "gpuslice-hook without an explicit env"
+    assert not any(e.startswith(("LD_PRELOAD=", "GPUSLICE_LEAK_CANARY=", "GPUSLICE_FAKE_")) for e in env), env
 
 
 def hooks_d_prestart(bundle, hook: str, config: Path, stages=("prestart", "poststop")) -> None:

@@ -51,7 +51,7 @@ struct Node {
         "annotations": {"cdi.k8s.io/x": ")" + devices + R"("}})");
     ::mkdir((t / (id + "/rootfs")).c_str(), 0755);
     CreateRequest request{t / id, id, ""};
-    warnings = prepare_bundle(request, config, kDefaultConfigPath).warnings;
+    warnings = prepare_bundle(request, config, kDefaultConfigPath, HookMode::add).warnings;
   }
   std::map<std::string, int> count() const {
     std::map<std::string, int> n;

@@ -30,7 +30,7 @@ namespace {
 
 shim::BundleEdit prepare(const std::string &bundle, const std::string &id, const Config &config) {
   shim::CreateRequest request{bundle, id, ""};
-  return shim::prepare_bundle(request, config, kDefaultConfigPath);
+  return shim::prepare_bundle(request, config, kDefaultConfigPath, shim::HookMode::add);
 }
 
 std::string nested(std::size_t depth) {

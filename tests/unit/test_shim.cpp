@@ -19,7 +19,7 @@ using gpuslice::testing::TempDir;
 namespace {
 BundleEdit prepare(const std::string &bundle, const std::string &id, const Config &config) {
   CreateRequest request{bundle, id, ""};
-  return prepare_bundle(request, config, kDefaultConfigPath);
+  return prepare_bundle(request, config, kDefaultConfigPath, HookMode::add);
 }
 } // namespace
 
@@ -123,12 +123,41 @@ TEST_CASE("hooks are added once, with an explicit environment", "[shim]") {
   CHECK(oci["hooks"]["createRuntime"].size() == 2); // the same hook and stage: once, whatever the config
 }
 
-TEST_CASE("prepare_bundle: nothing requested leaves config.json alone; failures leave it unchanged", "[shim]") {
-  TempDir t;
+namespace {
+// A spec dir with device v.com/gpu=0 (env G=0) and a state dir, in `t`.
+Config one_device_config(TempDir &t) {
   t.write("cdi/gpu.yaml", "cdiVersion: 0.6.0\nkind: v.com/gpu\ndevices:\n  - name: \"0\"\n    containerEdits:\n      env: [G=0]\n");
   Config config;
   config.spec_dirs = {t / "cdi"};
   config.state_dir = t / "state";
+  return config;
+}
+} // namespace
+
+TEST_CASE("prepare_bundle for create: no hook; runc's pid file in the state dir unless one was given", "[shim]") {
+  TempDir t;
+  const Config config = one_device_config(t);
+  const std::string requested = R"({"process": {"env": []}, "annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}})";
+  t.write("b1/config.json", requested);
+  CreateRequest request{t / "b1", "c1", ""};
+  CHECK(prepare_bundle(request, config, kDefaultConfigPath, HookMode::none).written);
+  CHECK(request.pid_file == t / "state/containers/c1/init.pid");
+  CHECK_FALSE(cdi::OciSpec::parse(fs::read_file(t / "b1/config.json")).contains("hooks"));
+
+  t.write("b2/config.json", requested);
+  CreateRequest given{t / "b2", "c2", "/run/x/init.pid"};
+  CHECK(prepare_bundle(given, config, kDefaultConfigPath, HookMode::none).written);
+  CHECK(given.pid_file == "/run/x/init.pid");
+
+  t.write("b3/config.json", R"({"process": {"env": []}})");
+  CreateRequest nothing{t / "b3", "c3", ""};
+  CHECK_FALSE(prepare_bundle(nothing, config, kDefaultConfigPath, HookMode::none).written);
+  CHECK(nothing.pid_file.empty()); // runc's arguments stay untouched
+}
+
+TEST_CASE("prepare_bundle: nothing requested leaves config.json alone; failures leave it unchanged", "[shim]") {
+  TempDir t;
+  const Config config = one_device_config(t);
   const std::string plain = R"({"process": {"env": []}, "annotations": {"other": "x"}})";
   t.write("b1/config.json", plain);
   ::chmod((t / "b1/config.json").c_str(), 0600);

@@ -94,7 +94,7 @@ namespace {
 
 BundleEdit prepare(const std::string &bundle, const std::string &id, const Config &config) {
   CreateRequest request{bundle, id, ""};
-  return prepare_bundle(request, config, kDefaultConfigPath);
+  return prepare_bundle(request, config, kDefaultConfigPath, HookMode::add);
 }
 
 struct Node {

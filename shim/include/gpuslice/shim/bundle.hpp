@@ -6,6 +6,7 @@
 
 #include "gpuslice/cdi/apply.hpp"
 #include "gpuslice/common/config.hpp"
+#include "gpuslice/shim/modifiers.hpp"
 
 #include <string>
 #include <vector>
@@ -13,8 +14,9 @@
 namespace gpuslice::shim {
 
 // What `create` was asked: the bundle, the container id, and the pid file
-// runc will write (set by prepare_bundle when the caller gave none and a
-// monitor needs one: the caller then passes it on to runc).
+// runc will write (set by prepare_bundle to one in the state dir when the
+// caller gave none and the container gets state: the caller then passes it
+// on to runc, and reads the init's pid from it).
 struct CreateRequest {
   std::string bundle_dir;
   std::string container_id;
@@ -29,11 +31,18 @@ struct BundleEdit {
 };
 
 // Throws Error naming the device, spec or file; config.json is then untouched
-// and nothing is left in the state dir. A container with GPU limits gets its
-// state dir (<state-dir>/containers/<container_id>) with the limits file,
-// preload list and region socket, their mounts (see sharing.hpp), and its
-// monitor (sharing/monitor.hpp).
-BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const std::string &config_file);
+// and nothing is left in the state dir. A container with a device gets its
+// state dir (<state-dir>/containers/<container_id>); one with GPU limits
+// also the limits file, preload list and region socket, their mounts (see
+// sharing.hpp), and its monitor (sharing/monitor.hpp). With HookMode::add,
+// gpuslice-hook records the init at createRuntime (`run`, where nothing
+// else sees the init before the container ends); `create` records it
+// itself (lifecycle.hpp).
+BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const std::string &config_file,
+                          HookMode hooks);
+
+// The pid file in the state dir runc writes when the caller named none.
+inline constexpr const char *kInitPidFile = "init.pid";
 
 // Adds gpuslice-hook for createRuntime with an explicit minimal
 // environment: never the container's, whatever the runtime and stage would

@@ -19,7 +19,11 @@ std::string find_runtime(const Config &config);
 
 // Runs `runtime args...` as a child with our stdio and returns its exit
 // status (128 + signal when killed). Throws Error when it cannot start.
-int run_runtime(const std::string &runtime, const std::vector<std::string> &args);
+// ChildEnds::with_parent: the child is killed when this process dies (a
+// create whose caller gave up must not finish unseen).
+enum class ChildEnds { on_its_own, with_parent };
+int run_runtime(const std::string &runtime, const std::vector<std::string> &args,
+                ChildEnds ends = ChildEnds::on_its_own);
 
 // A failed create must be visible to containerd, whose shim reads only the
 // runtime's --log file: one line in the format runc itself writes there

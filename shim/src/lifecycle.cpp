@@ -1,0 +1,71 @@
+#include "gpuslice/shim/lifecycle.hpp"
+
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/strings.hpp"
+#include "gpuslice/shim/runtime.hpp"
+#include "gpuslice/state/container_dir.hpp"
+
+#include <unistd.h>
+
+#include <charconv>
+
+namespace gpuslice::shim {
+
+namespace {
+
+int read_pid_file(const std::string &path) {
+  const std::string text = trim_space(fs::read_file(path, 64));
+  int pid = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
+  if (ec != std::errc() || end != text.data() + text.size() || pid <= 0)
+    throw Error("runc's pid file " + quote(path) + " holds no pid: " + quote(text));
+  return pid;
+}
+
+// The global flags (--root, --log, ...) of `cl`, then `verb_args`.
+std::vector<std::string> with_global_flags(const CommandLine &cl, std::initializer_list<std::string> verb_args) {
+  std::vector<std::string> args(cl.args.begin(), cl.args.begin() + static_cast<std::ptrdiff_t>(cl.verb_index));
+  args.insert(args.end(), verb_args);
+  return args;
+}
+
+} // namespace
+
+int create_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
+                          const std::string &pid_file) {
+  const auto me = state::process_id(static_cast<int>(::getpid()));
+  const int status = run_runtime(runtime, cl.args, ChildEnds::with_parent);
+  if (status != 0) {
+    // the dir this process made, not one a later create of the id made since
+    state::remove_container_dir(config.state_dir, cl.container_id, me);
+    return status;
+  }
+  try {
+    state::record_init(config.state_dir, cl.container_id, read_pid_file(pid_file));
+  } catch (const Error &e) {
+    (void)run_runtime(runtime, with_global_flags(cl, {"delete", "--force", cl.container_id}), ChildEnds::with_parent);
+    state::remove_container_dir(config.state_dir, cl.container_id, me);
+    throw Error("cannot record the init of container " + quote(cl.container_id) + " (deleted again): " + e.message());
+  }
+  return 0;
+}
+
+int delete_with_state(const std::string &runtime, const CommandLine &cl, const Config &config) {
+  if (state::remove_if_stale(config.state_dir, cl.container_id))
+    exec_runtime(runtime, cl.args);
+  const int status = run_runtime(runtime, cl.args, ChildEnds::on_its_own);
+  // Only once the container is gone: the same id may be a live container's
+  // under another runtime root.
+  if (status == 0)
+    state::remove_if_stale(config.state_dir, cl.container_id);
+  return status;
+}
+
+int run_with_state(const std::string &runtime, const CommandLine &cl, const Config &config) {
+  const int status = run_runtime(runtime, cl.args);
+  state::remove_if_stale(config.state_dir, cl.container_id);
+  return status;
+}
+
+} // namespace gpuslice::shim

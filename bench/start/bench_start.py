@@ -4,27 +4,36 @@ against the plain low-level runtime.
 
 Each cycle is create, start, wait (for the container's init to exit), delete
 of a busybox container running `true`, timed from before create to after
-delete. Wrapper and plain runtime alternate within each iteration (the order
-flips every iteration), so drift of the machine hits both alike.
+delete. The runtimes compared alternate within each iteration (in an order
+shuffled every iteration), so drift of the machine hits all alike.
 
-Two scenarios:
-  none     no GPU request: the wrapper must only exec the runtime
+Three scenarios:
+  none     no GPU request: the wrapper must only exec the runtime. Also run:
+           the floor (exec_floor, a static program that only execs the
+           runtime): what any wrapper costs on this machine, 3 execs a cycle
   devices  2 CDI devices (nvidia.com/gpu=0,1 of a fake GPU made with mknod)
            requested by annotation through the wrapper; the plain runtime
-           gets the same edits already written into config.json, so the
-           difference is what the wrapper costs, not what the devices cost
+           gets the same devices written into config.json beforehand by
+           `gpuslice cdi inject`, so the difference is what the wrapper
+           costs, not what the devices cost
+  limits   the same 2 devices, each with GPUSLICE_MEMORY_LIMIT: state dir,
+           limits file, usage region, preload list, mounts and monitor;
+           the baseline is again runc on the injected devices
 
 Run as root:  bench/start/bench_start.py --wrapper build/shim/gpuslice-runtime
-Targets: median ratio <= 1.05 (none), <= 1.10 (devices); --check makes a
-missed target exit 1.
+Targets: median ratio <= 1.03 (none), <= 1.05 (devices), <= 1.10 (limits);
+--check makes a missed target exit 1.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import random
 import shlex
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,8 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import benchlib  # noqa: E402
 import ocitest  # noqa: E402
 
-TARGETS = {"none": 1.05, "devices": 1.10}
+TARGETS = {"none": 1.03, "devices": 1.05, "limits": 1.10}
 ANNOTATION = "cdi.k8s.io/gpuslice-bench"
+LIMITED_KIND = "gpuslice-bench.example/gpu"
 
 
 PHASES = ("create", "start", "wait", "delete")
@@ -71,13 +81,36 @@ def summarize(times: list[float]) -> dict:
             "p10": s[int(0.1 * (len(s) - 1))], "p90": s[int(0.9 * (len(s) - 1))]}
 
 
+def inject(cli: str, spec_dir: Path, bundle: ocitest.Bundle, devices: str) -> bytes:
+    """config.json with `devices` applied by `gpuslice cdi inject`."""
+    config = bundle.write()
+    out = bundle.path / "injected.json"
+    bundle.config_path.write_bytes(config)
+    subprocess.run([cli, "cdi", "inject", "--spec-dirs", str(spec_dir), "--config", str(bundle.config_path),
+                    "--output", str(out), *devices.split(",")], check=True)
+    return out.read_bytes()
+
+
+def limited_spec(gpu: ocitest.FakeGpu) -> dict:
+    """The fake GPU's spec under another kind, each device with a limit."""
+    spec = gpu.cdi_spec()
+    spec["kind"] = LIMITED_KIND
+    for i, d in enumerate(spec["devices"]):
+        d["containerEdits"]["env"] += [f"GPUSLICE_GPU_UUID=GPU-00000000-0000-0000-0000-0000000000{i:02d}",
+                                       "GPUSLICE_MEMORY_LIMIT=256Mi"]
+    return spec
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     benchlib.add_wrapper_argument(ap, "the runc-compatible wrapper")
     ap.add_argument("--runtime", default="runc", help="low-level runtime: runc or crun or a path (default runc)")
     ap.add_argument("-n", "--iterations", type=int, default=50, help="cycles per runtime and scenario (default 50)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed cycles first (default 3)")
-    ap.add_argument("--scenario", choices=["none", "devices", "both"], default="both")
+    ap.add_argument("--scenario", choices=["none", "devices", "limits", "all"], default="all")
+    ap.add_argument("--cli", default="", help="the gpuslice CLI, for `cdi inject` (default: the build's, beside the wrapper)")
+    ap.add_argument("--floor", default="", help="exec_floor (default: the build's, bench/start/exec_floor)")
+    ap.add_argument("--seed", type=int, default=1, help="of the shuffled order of runtimes per iteration (default 1)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
     ap.add_argument("--phases", action="store_true",
@@ -85,6 +118,12 @@ def main() -> int:
     a = ap.parse_args()
 
     wrapper = benchlib.wrapper_as_root(a)
+    build = Path(wrapper).resolve().parent.parent
+    cli = a.cli or str(build / "cli" / "gpuslice")
+    floor = a.floor or str(build / "bench" / "start" / "exec_floor")
+    for what, path in (("--cli", cli), ("--floor", floor)):
+        if not os.access(path, os.X_OK):
+            raise SystemExit(f"{what} {path}: not an executable (build it, or name it)")
     lowlevel = shutil.which(a.runtime) or a.runtime
     if not os.access(lowlevel, os.X_OK):
         raise SystemExit(f"runtime {a.runtime!r} not found")
@@ -98,58 +137,86 @@ def main() -> int:
         (rootfs / ocitest.FakeGpu.MOUNT_DEST.lstrip("/")).mkdir(parents=True, exist_ok=True)
         template = ocitest.runc_spec_template(tmp / "template")
         gpu = ocitest.FakeGpu(tmp / "gpu", with_hook=False)
-        hook = os.environ.get("GPUSLICE_HOOK") or str(Path(wrapper).resolve().parent.parent / "hook" / "gpuslice-hook")
+        (gpu.spec_dir / "limited.json").write_text(json.dumps(limited_spec(gpu)))
+        hook = os.environ.get("GPUSLICE_HOOK") or str(build / "hook" / "gpuslice-hook")
+        interposer = str(build / "interposer" / "libgpuslice-cuda.so")
         conf = tmp / "gpuslice.toml"
         conf.write_text(f'[cdi]\nspec-dirs = ["{gpu.spec_dir}"]\n\n[runtime]\nruntimes = ["{lowlevel}"]\n'
-                        f'state-dir = "{tmp / "state"}"\n' +
-                        f'hook-path = "{os.path.abspath(hook)}"\n' +
+                        f'state-dir = "{tmp / "state"}"\nhook-path = "{os.path.abspath(hook)}"\n'
+                        f'interposer-path = "{interposer}"\n'
+                        f'\n[admission]\nmax-containers-per-gpu = 0\n'
                         f'\n[log]\nlevel = "warn"\ntarget = "file"\ndirectory = "{tmp / "log"}"\n')
         root = tmp / "runtime-state"
         plain = ocitest.Runtime(os.path.basename(lowlevel), [lowlevel], root)
         wrapped = ocitest.Runtime("wrapper", [wrapper], root, env=dict(os.environ, GPUSLICE_CONFIG=str(conf)),
                                   lowlevel=plain)
+        floored = ocitest.Runtime("floor", [floor], root, env=dict(os.environ, GPUSLICE_FLOOR_RUNTIME=lowlevel),
+                                  lowlevel=plain)
 
-        scenarios = ["none", "devices"] if a.scenario == "both" else [a.scenario]
+        scenarios = ["none", "devices", "limits"] if a.scenario == "all" else [a.scenario]
         print(f"# {shlex.join([sys.executable, *sys.argv])}")
         print(f"# wrapper {wrapper}, runtime {lowlevel}, {a.iterations} iterations (+{a.warmup} warm-up), "
               f"{os.cpu_count()} cpus, kernel {os.uname().release}")
         failed = False
         for sc in scenarios:
-            bp = ocitest.Bundle(tmp / f"{sc}-plain", template, rootfs)
-            bw = ocitest.Bundle(tmp / f"{sc}-wrapper", template, rootfs)
-            if sc == "devices":
-                gpu.apply_by_hand(bp.spec, devices=("0", "1"))
-                bw.annotate(ANNOTATION, gpu.qualified("0", "1"))
-            cfg_p, cfg_w = bp.write(), bw.write()
-            times = {"plain": [], "wrapper": []}
-            phases = {"plain": [], "wrapper": []}
+            runners = {"plain": plain, "wrapper": wrapped}
+            if sc == "none":
+                runners["floor"] = floored
+            bundles = {name: ocitest.Bundle(tmp / f"{sc}-{name}", template, rootfs) for name in runners}
+            configs = {}
+            for name, b in bundles.items():
+                kind = LIMITED_KIND if sc == "limits" else gpu.KIND
+                devices = ",".join(f"{kind}={n}" for n in ("0", "1"))
+                if sc != "none" and name == "plain":
+                    configs[name] = inject(cli, gpu.spec_dir, b, devices)
+                    continue
+                if sc != "none":
+                    b.annotate(ANNOTATION, devices)
+                configs[name] = b.write()
+            times = {name: [] for name in runners}
+            phases = {name: [] for name in runners}
+            # A shuffled order each iteration, not a rotation: this machine
+            # has slow and fast periods (runc create's own CPU time goes from
+            # ~75 to ~115 ms), which a fixed order can meet in step.
+            shuffle = random.Random(a.seed).shuffle
             for i in range(a.warmup + a.iterations):
-                order = [("plain", plain, bp, cfg_p), ("wrapper", wrapped, bw, cfg_w)]
-                if i % 2:
-                    order.reverse()
-                for name, rt, b, cfg in order:
-                    ms = cycle(rt, b, f"bench-{sc}-{name}-{i}", cfg, phases[name] if i >= a.warmup else None)
+                order = list(runners)
+                shuffle(order)
+                for name in order:
+                    ms = cycle(runners[name], bundles[name], f"bench-{sc}-{name}-{i}", configs[name],
+                               phases[name] if i >= a.warmup else None)
                     if i >= a.warmup:
                         times[name].append(ms)
-            p, w = summarize(times["plain"]), summarize(times["wrapper"])
-            ratio = w["median"] / p["median"]
-            # per-iteration differences: robust to drift of a shared machine
-            paired = statistics.median(x - y for x, y in zip(times["wrapper"], times["plain"]))
-            ok = ratio <= TARGETS[sc]
-            failed |= not ok
-            print(f"{sc:8s} plain   median {p['median']:7.2f} ms  mean {p['mean']:7.2f}  p10 {p['p10']:7.2f}  p90 {p['p90']:7.2f}")
-            print(f"{sc:8s} wrapper median {w['median']:7.2f} ms  mean {w['mean']:7.2f}  p10 {w['p10']:7.2f}  p90 {w['p90']:7.2f}")
-            print(f"{sc:8s} ratio {ratio:.3f} (added {w['median'] - p['median']:+.2f} ms per cycle, "
-                  f"paired median {paired:+.2f} ms)  "
-                  f"target <= {TARGETS[sc]:.2f}: {'ok' if ok else 'MISSED'}")
+            p = summarize(times["plain"])
+            for name in runners:
+                s = summarize(times[name])
+                print(f"{sc:8s} {name:7s} median {s['median']:7.2f} ms  mean {s['mean']:7.2f}  p10 {s['p10']:7.2f}  "
+                      f"p90 {s['p90']:7.2f}")
+            for name in runners:
+                if name == "plain":
+                    continue
+                w = summarize(times[name])
+                ratio = w["median"] / p["median"]
+                # per-iteration differences: robust to drift of a shared machine
+                paired = statistics.median(x - y for x, y in zip(times[name], times["plain"]))
+                verdict = ""
+                if name == "wrapper":
+                    ok = ratio <= TARGETS[sc]
+                    failed |= not ok
+                    verdict = f"  target <= {TARGETS[sc]:.2f}: {'ok' if ok else 'MISSED'}"
+                print(f"{sc:8s} {name:7s} ratio {ratio:.3f} (added {w['median'] - p['median']:+.2f} ms per cycle, "
+                      f"paired median {paired:+.2f} ms){verdict}")
             if a.phases:
-                for name in ("plain", "wrapper"):
-                    medians = [statistics.median(p[k] for p in phases[name]) for k in range(len(PHASES))]
+                for name in runners:
+                    medians = [statistics.median(ph[k] for ph in phases[name]) for k in range(len(PHASES))]
                     print(f"{sc:8s} {name:7s} phases " +
                           "  ".join(f"{ph} {m:6.2f}" for ph, m in zip(PHASES, medians)) + " ms (medians)")
             left = plain.list_ids()
             if left:
                 raise SystemExit(f"containers left behind: {left}")
+            leftover = list((tmp / "state" / "containers").glob("*")) if (tmp / "state" / "containers").exists() else []
+            if leftover:
+                raise SystemExit(f"state left behind: {leftover}")
         return 1 if (failed and a.check) else 0
     finally:
         if not a.keep:

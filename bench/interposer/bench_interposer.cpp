@@ -1,8 +1,11 @@
-// Added cost of libgpuslice-cuda.so per call, against the fake driver called
-// directly in the same process: both are loaded here, the fake's entry points
-// are taken from the fake, the wrapped ones from the interposer (whose real
-// driver is that same fake). Device 0 has a memory limit and no compute
-// share; device 1 a fixed 50% share that is not throttling (empty kernels).
+// Added cost of libgpuslice-cuda.so per call, against the driver called
+// directly in the same process: the fake driver here, the real libcuda.so.1
+// on a GPU machine (tests/gpu/run.sh). Both are loaded here, the driver's
+// entry points are taken from it, the wrapped ones from the interposer (whose
+// real driver is that same library). Device 0 has a memory limit and no
+// compute share; device 1, where there is one, a fixed 50% share that is not
+// throttling (empty kernels). The kernel is PTX (an empty `spin`), which the
+// real driver compiles and the fake accepts as is.
 // Prints ns/op, the difference, the ratio, the targets and the command line.
 #include "gpuslice/sharing/limits.hpp"
 #include "gpuslice/sharing/monitor.hpp"
@@ -26,6 +29,16 @@ extern "C" {
 #include <string>
 
 namespace {
+
+// extern "C" __global__ void spin(unsigned long long) {}
+constexpr const char *kSpinPtx = R"(.version 7.0
+.target sm_50
+.address_size 64
+.visible .entry spin(.param .u64 spin_param_0)
+{
+  ret;
+}
+)";
 
 template <class T> T sym(void *h, const char *name) {
   void *p = dlsym(h, name);
@@ -74,7 +87,8 @@ void row(const char *what, double direct, double interposed, double target) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: bench_interposer FAKE_LIBCUDA INTERPOSER [ITERATIONS]\n");
+    std::fprintf(stderr, "usage: bench_interposer LIBCUDA INTERPOSER [ITERATIONS]\n"
+                         "  LIBCUDA: the fake driver's path, or libcuda.so.1 for the machine's\n");
     return 1;
   }
   long n = argc > 3 ? std::atol(argv[3]) : 1000000;
@@ -110,12 +124,15 @@ int main(int argc, char **argv) {
   auto set_current = sym<PFN_gs_cuCtxSetCurrent>(fake, "cuCtxSetCurrent");
   auto load_module = sym<PFN_gs_cuModuleLoadData>(fake, "cuModuleLoadData");
   auto get_function = sym<PFN_gs_cuModuleGetFunction>(fake, "cuModuleGetFunction");
-  CUcontext ctx0, ctx1;
+  auto device_count = sym<PFN_gs_cuDeviceGetCount>(fake, "cuDeviceGetCount");
+  auto synchronize = sym<PFN_gs_cuCtxSynchronize>(fake, "cuCtxSynchronize");
+  CUcontext ctx0, ctx1 = nullptr;
   CUmodule mod;
   CUfunction spin;
-  if (init(0) || retain(&ctx0, 0) || retain(&ctx1, 1) || set_current(ctx0) || load_module(&mod, "spin") ||
-      get_function(&spin, mod, "spin"))
-    return std::fprintf(stderr, "bench_interposer: fake driver setup failed\n"), 1;
+  int devices = 0;
+  if (init(0) || device_count(&devices) || retain(&ctx0, 0) || (devices > 1 && retain(&ctx1, 1)) ||
+      set_current(ctx0) || load_module(&mod, kSpinPtx) || get_function(&spin, mod, "spin"))
+    return std::fprintf(stderr, "bench_interposer: driver setup failed\n"), 1;
 
   auto pair = [](const Api &a) {
     return [&a](long k) {
@@ -128,11 +145,14 @@ int main(int argc, char **argv) {
   };
   uint64_t zero = 0;
   void *params[] = {&zero};
+  // Synchronized once per run: a real GPU's queue bounds both alike.
   auto launch = [&](const Api &a) {
-    return [&a, &spin, &params](long k) {
+    return [&a, &spin, &params, synchronize](long k) {
       for (long i = 0; i < k; i++)
         if (a.launch(spin, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr))
           std::abort();
+      if (synchronize())
+        std::abort();
     };
   };
   auto info = [](const Api &a) {
@@ -156,16 +176,20 @@ int main(int argc, char **argv) {
   pair(wrapped)(10);
   info(wrapped)(10);
   launch(wrapped)(10);
-  set_current(ctx1);
-  launch(wrapped)(10000);
-  set_current(ctx0);
+  if (ctx1) {
+    set_current(ctx1);
+    launch(wrapped)(10000);
+    set_current(ctx0);
+  }
 
   std::printf("%-34s %9s %11s %9s %8s\n", "ns per call", "direct", "interposed", "added", "ratio");
   row("cuMemAlloc_v2 + cuMemFree_v2", ns_per_op(n, pair(direct)), ns_per_op(n, pair(wrapped)), 100);
   row("cuLaunchKernel, no share", ns_per_op(n, launch(direct)), ns_per_op(n, launch(wrapped)), 3);
-  set_current(ctx1);
-  row("cuLaunchKernel, fixed 50% (idle)", ns_per_op(n, launch(direct)), ns_per_op(n, launch(wrapped)), 3);
-  set_current(ctx0);
+  if (ctx1) {
+    set_current(ctx1);
+    row("cuLaunchKernel, fixed 50% (idle)", ns_per_op(n, launch(direct)), ns_per_op(n, launch(wrapped)), 3);
+    set_current(ctx0);
+  }
   row("cuMemGetInfo_v2", ns_per_op(n, info(direct)), ns_per_op(n, info(wrapped)), 50);
   row("cuGetProcAddress_v2(cuMemAlloc)", ns_per_op(n / 10, gpa(direct)), ns_per_op(n / 10, gpa(wrapped)), 0);
   std::printf("command:");

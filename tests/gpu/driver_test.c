@@ -1,54 +1,212 @@
-/* Driver API check on a real GPU, run under
- *   gpuslice exec --memory-limit 8Gi -- driver_test
- * Total memory shows 8 GiB, 9 GiB is refused, 7 GiB works (cuMemAlloc and
- * cuMemCreate), through cuGetProcAddress_v2 as runtimes reach the driver. */
+/* The driver API and NVML under a memory limit, on a real GPU (run.sh) and
+ * here on the fake driver (kit_test.sh): every allocation path the
+ * interposer charges, reached as CUDA runtimes reach the driver (through
+ * cuGetProcAddress_v2), and NVML's view of the same GPU.
+ *
+ *   driver_test check LIMIT_GIB        run under a LIMIT_GIB limit: one line
+ *                                      "PASS|FAIL name: detail" per check
+ *   driver_test hold GIB SECONDS FILE  cuMemAlloc GIB, create FILE, hold
+ *   driver_test try GIB ok|oom         one cuMemAlloc of GIB, as expected?
+ *
+ * Exit status 0 when every check passed, 1 otherwise, 2 on misuse. Sizes
+ * over the limit are refused by the interposer before the driver sees them;
+ * those under it are real allocations (managed memory too: the card must
+ * have LIMIT_GIB free). */
 #define _GNU_SOURCE
 #include "gpuslice/cuda_api.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define GIB (1ull << 30)
-static int failures;
-#define CHECK(c, ...) do { if (!(c)) { fprintf(stderr, "driver_test: FAILED %s: ", #c); fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); failures++; } } while (0)
 
-int main(void) {
+static int failures;
+
+static void report(int ok, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void report(int ok, const char *name, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  printf("%s %s: ", ok ? "PASS" : "FAIL", name);
+  vprintf(fmt, ap);
+  printf("\n");
+  va_end(ap);
+  fflush(stdout);
+  failures += !ok;
+}
+
+static struct {
+  PFN_gs_cuInit init;
+  PFN_gs_cuDevicePrimaryCtxRetain retain;
+  PFN_gs_cuCtxSetCurrent set_current;
+  PFN_gs_cuCtxSynchronize sync;
+  PFN_gs_cuMemGetInfo_v2 info;
+  PFN_gs_cuMemAlloc_v2 alloc;
+  PFN_gs_cuMemFree_v2 free_;
+  PFN_gs_cuMemCreate create;
+  PFN_gs_cuMemRelease release;
+  PFN_gs_cuMemAllocAsync alloc_async;
+  PFN_gs_cuMemFreeAsync free_async;
+  PFN_gs_cuDeviceGetDefaultMemPool default_pool;
+  PFN_gs_cuMemAllocFromPoolAsync alloc_from_pool;
+  PFN_gs_cuMemAllocManaged alloc_managed;
+} cu;
+
+static int load_driver(void) {
   void *h = dlopen("libcuda.so.1", RTLD_NOW);
-  if (!h) return fprintf(stderr, "driver_test: %s\n", dlerror()), 1;
+  if (!h) return fprintf(stderr, "driver_test: %s\n", dlerror()), -1;
   PFN_gs_cuGetProcAddress_v2 gpa = (PFN_gs_cuGetProcAddress_v2)dlsym(h, "cuGetProcAddress_v2");
+  if (!gpa) return fprintf(stderr, "driver_test: no cuGetProcAddress_v2 in libcuda.so.1\n"), -1;
   CUdriverProcAddressQueryResult st;
-#define GET(var, name) gpa(name, (void **)&var, 12080, 0, &st)
-  PFN_gs_cuInit init; PFN_gs_cuDevicePrimaryCtxRetain retain; PFN_gs_cuCtxSetCurrent setcur;
-  PFN_gs_cuMemGetInfo_v2 info; PFN_gs_cuMemAlloc_v2 alloc; PFN_gs_cuMemFree_v2 mfree;
-  PFN_gs_cuMemCreate create; PFN_gs_cuMemRelease release;
-  GET(init, "cuInit"); GET(retain, "cuDevicePrimaryCtxRetain"); GET(setcur, "cuCtxSetCurrent");
-  GET(info, "cuMemGetInfo"); GET(alloc, "cuMemAlloc"); GET(mfree, "cuMemFree");
-  GET(create, "cuMemCreate"); GET(release, "cuMemRelease");
+  int missing = 0;
+#define GET(var, name) missing |= gpa(name, (void **)&cu.var, 12080, 0, &st) != CUDA_SUCCESS || !cu.var
+  GET(init, "cuInit"); GET(retain, "cuDevicePrimaryCtxRetain"); GET(set_current, "cuCtxSetCurrent");
+  GET(sync, "cuCtxSynchronize"); GET(info, "cuMemGetInfo"); GET(alloc, "cuMemAlloc"); GET(free_, "cuMemFree");
+  GET(create, "cuMemCreate"); GET(release, "cuMemRelease"); GET(alloc_async, "cuMemAllocAsync");
+  GET(free_async, "cuMemFreeAsync"); GET(default_pool, "cuDeviceGetDefaultMemPool");
+  GET(alloc_from_pool, "cuMemAllocFromPoolAsync"); GET(alloc_managed, "cuMemAllocManaged");
+#undef GET
+  if (missing) return fprintf(stderr, "driver_test: the driver lacks a function this test calls\n"), -1;
   CUcontext ctx;
-  if (init(0) || retain(&ctx, 0) || setcur(ctx)) return fprintf(stderr, "driver_test: no context\n"), 1;
-  size_t free_b, total;
-  CHECK(info(&free_b, &total) == CUDA_SUCCESS && total == 8 * GIB, "total %zu", total);
-  printf("cuMemGetInfo: free %.2f GiB, total %.2f GiB\n", (double)free_b / GIB, (double)total / GIB);
-  CUdeviceptr p;
-  CHECK(alloc(&p, 9 * GIB) == CUDA_ERROR_OUT_OF_MEMORY, "9 GiB cuMemAlloc not refused");
-  CUresult r = alloc(&p, 7 * GIB);
-  CHECK(r == CUDA_SUCCESS, "7 GiB cuMemAlloc: %d", r);
-  if (r == CUDA_SUCCESS) {
-    info(&free_b, &total);
-    CHECK(free_b <= 1 * GIB, "free %zu after 7 GiB", free_b);
-    mfree(p);
-  }
+  if (cu.init(0) || cu.retain(&ctx, 0) || cu.set_current(ctx))
+    return fprintf(stderr, "driver_test: no context on device 0\n"), -1;
+  return 0;
+}
+
+/* One allocation path: over the limit refused, under it allocated (and
+ * freed), cuMemGetInfo's free falling with it. */
+typedef CUresult (*alloc_fn)(size_t size, void **handle);
+typedef CUresult (*free_fn)(void *handle);
+
+static void check_path(const char *name, unsigned limit_gib, alloc_fn a, free_fn f) {
+  void *handle = NULL;
+  CUresult over = a((size_t)(limit_gib + 1) * GIB, &handle);
+  report(over == CUDA_ERROR_OUT_OF_MEMORY, name, "%u GiB over a %u GiB limit: %s (want CUDA_ERROR_OUT_OF_MEMORY = 2: %d)",
+         limit_gib + 1, limit_gib, over == CUDA_ERROR_OUT_OF_MEMORY ? "refused" : "not refused", (int)over);
+  if (over == CUDA_SUCCESS) f(handle);
+  size_t under = (size_t)(limit_gib - 1) * GIB;
+  CUresult r = a(under, &handle);
+  size_t free_b = 0, total = 0;
+  cu.info(&free_b, &total);
+  report(r == CUDA_SUCCESS && free_b <= GIB, name, "%u GiB under the limit: %d, then %.2f GiB free of %.2f",
+         limit_gib - 1, (int)r, (double)free_b / GIB, (double)total / GIB);
+  if (r == CUDA_SUCCESS) f(handle);
+}
+
+static CUresult plain_alloc(size_t size, void **h) { return cu.alloc((CUdeviceptr *)h, size); }
+static CUresult plain_free(void *h) { return cu.free_((CUdeviceptr)(uintptr_t)h); }
+
+static CUresult vmm_alloc(size_t size, void **h) {
   CUmemAllocationProp prop;
   memset(&prop, 0, sizeof prop);
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  CUmemGenericAllocationHandle hd;
-  CHECK(create(&hd, 9 * GIB, &prop, 0) == CUDA_ERROR_OUT_OF_MEMORY, "9 GiB cuMemCreate not refused");
-  r = create(&hd, 7 * GIB, &prop, 0);
-  CHECK(r == CUDA_SUCCESS, "7 GiB cuMemCreate: %d", r);
-  if (r == CUDA_SUCCESS) release(hd);
-  if (failures) return 1;
-  printf("driver_test: ok\n");
-  return 0;
+  prop.location.id = 0;
+  return cu.create((CUmemGenericAllocationHandle *)h, size, &prop, 0);
+}
+static CUresult vmm_free(void *h) { return cu.release((CUmemGenericAllocationHandle)(uintptr_t)h); }
+
+static CUresult async_alloc(size_t size, void **h) {
+  CUresult r = cu.alloc_async((CUdeviceptr *)h, size, NULL);
+  return r ? r : cu.sync();
+}
+static CUresult async_free(void *h) {
+  CUresult r = cu.free_async((CUdeviceptr)(uintptr_t)h, NULL);
+  return r ? r : cu.sync();
+}
+
+static CUresult pool_alloc(size_t size, void **h) {
+  CUmemoryPool pool;
+  CUresult r = cu.default_pool(&pool, 0);
+  if (r) return r;
+  r = cu.alloc_from_pool((CUdeviceptr *)h, size, pool, NULL);
+  return r ? r : cu.sync();
+}
+
+static CUresult managed_alloc(size_t size, void **h) {
+  return cu.alloc_managed((CUdeviceptr *)h, size, CU_MEM_ATTACH_GLOBAL);
+}
+
+/* NVML as nvidia-smi and monitoring agents read it: the GPU's total is the
+ * container's limit. */
+static void check_nvml(unsigned limit_gib) {
+  void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+  if (!h) {
+    report(0, "nvml", "cannot load libnvidia-ml.so.1: %s", dlerror());
+    return;
+  }
+  nvmlReturn_t (*init)(void) = (nvmlReturn_t(*)(void))dlsym(h, "nvmlInit_v2");
+  nvmlReturn_t (*by_index)(unsigned, nvmlDevice_t *) =
+      (nvmlReturn_t(*)(unsigned, nvmlDevice_t *))dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
+  nvmlReturn_t (*mem)(nvmlDevice_t, nvmlMemory_t *) =
+      (nvmlReturn_t(*)(nvmlDevice_t, nvmlMemory_t *))dlsym(h, "nvmlDeviceGetMemoryInfo");
+  nvmlDevice_t dev;
+  nvmlMemory_t m;
+  if (!init || !by_index || !mem || init() != NVML_SUCCESS || by_index(0, &dev) != NVML_SUCCESS ||
+      mem(dev, &m) != NVML_SUCCESS) {
+    report(0, "nvml", "nvmlDeviceGetMemoryInfo of device 0 failed");
+    return;
+  }
+  report(m.total == (unsigned long long)limit_gib * GIB, "nvml", "nvmlDeviceGetMemoryInfo total %.2f GiB, used %.2f GiB",
+         (double)m.total / GIB, (double)m.used / GIB);
+}
+
+static unsigned gib_arg(const char *s) {
+  char *end;
+  unsigned long v = strtoul(s, &end, 10);
+  if (*end || v == 0 || v > 1024) {
+    fprintf(stderr, "driver_test: %s: not a size in GiB (1-1024)\n", s);
+    exit(2);
+  }
+  return (unsigned)v;
+}
+
+static int usage(void) {
+  fprintf(stderr, "usage: driver_test check LIMIT_GIB | hold GIB SECONDS FILE | try GIB ok|oom\n");
+  return 2;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) return usage();
+  const char *mode = argv[1];
+  if (strcmp(mode, "check") && strcmp(mode, "hold") && strcmp(mode, "try")) return usage();
+  unsigned gib = gib_arg(argv[2]);
+  if ((!strcmp(mode, "hold") && argc != 5) || (!strcmp(mode, "try") && argc != 4) ||
+      (!strcmp(mode, "check") && (argc != 3 || gib < 2)))
+    return usage();
+  if (load_driver() != 0) return 1;
+  if (!strcmp(mode, "check")) {
+    size_t free_b = 0, total = 0;
+    CUresult r = cu.info(&free_b, &total);
+    report(r == CUDA_SUCCESS && total == (size_t)gib * GIB, "cuMemGetInfo", "total %.2f GiB, free %.2f GiB",
+           (double)total / GIB, (double)free_b / GIB);
+    check_path("cuMemAlloc", gib, plain_alloc, plain_free);
+    check_path("cuMemCreate (VMM)", gib, vmm_alloc, vmm_free);
+    check_path("cuMemAllocAsync", gib, async_alloc, async_free);
+    check_path("cuMemAllocFromPoolAsync", gib, pool_alloc, async_free);
+    check_path("cuMemAllocManaged", gib, managed_alloc, plain_free);
+    check_nvml(gib);
+  } else if (!strcmp(mode, "hold")) {
+    CUdeviceptr p;
+    CUresult r = cu.alloc(&p, (size_t)gib * GIB);
+    if (r != CUDA_SUCCESS) return fprintf(stderr, "driver_test: hold %u GiB: %d\n", gib, (int)r), 1;
+    int fd = open(argv[4], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return perror(argv[4]), 1;
+    close(fd);
+    sleep((unsigned)atoi(argv[3]));
+    cu.free_(p);
+  } else {
+    int want_ok = !strcmp(argv[3], "ok");
+    if (!want_ok && strcmp(argv[3], "oom")) return usage();
+    CUdeviceptr p;
+    CUresult r = cu.alloc(&p, (size_t)gib * GIB);
+    report(want_ok ? r == CUDA_SUCCESS : r == CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc", "%u GiB: %d (want %s)", gib,
+           (int)r, want_ok ? "success" : "CUDA_ERROR_OUT_OF_MEMORY");
+    if (r == CUDA_SUCCESS) cu.free_(p);
+  }
+  return failures ? 1 : 0;
 }

@@ -1,68 +1,125 @@
 #!/usr/bin/env bash
-# Checks on a machine with a real NVIDIA GPU (CUDA 13 driver, PyTorch):
-#  1. builds gpuslice and the interposer (RelWithDebInfo, as shipped);
-#  2. driver API under `gpuslice exec --memory-limit 8Gi`: total 8 GiB,
-#     9 GiB refused, 7 GiB allocated (cuMemAlloc and cuMemCreate);
-#  3. PyTorch under the same limit: torch.cuda.mem_get_info() total 8 GiB,
-#     a 9 GiB tensor raises torch.cuda.OutOfMemoryError, 7 GiB works;
-#  4. compute shares: two processes at 30 / 70 (policy fixed) running a
-#     matmul loop together; each one's throughput relative to running alone
-#     must be its share +- 5 points;
-#  5. gpuslice-shim's enforcement on the real NVML: `gpuslice-shim
-#     --query-gpus` lists the GPUs; a PyTorch process in a cgroup of its own
-#     takes 2 GiB without the interposer (a bypass) against a 1 GiB limit,
-#     and nvml_breach (the monitor's Enforcer, kill, 100 ms) must kill it;
-#     it prints what NVML counted for it (the CUDA context's own memory
-#     included, which the interposer does not count: monitor.memory-tolerance).
-#  6. `gpuslice cdi generate` on the real driver: the spec validates, names
-#     every GPU nvidia-smi lists, and, where runc is installed, a busybox
-#     container started through gpuslice-runtime with device 0 runs
-#     `nvidia-smi -L` (the spec's libraries, tools and ld cache hook).
-# Usage: tests/gpu/run.sh [BUILD_DIR]   (prints everything; exit 1 on a failure)
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-build=${1:-build-gpu}
+# The GPU check, run from the GPU kit on a machine with a real NVIDIA GPU
+# (CUDA driver, PyTorch). It uses only what the kit holds (tests/gpu/kit.sh
+# builds it; this script is copied into it) plus the machine's own driver,
+# nvidia-smi and PyTorch: nothing is built there.
+#
+# Checks, each one or more lines of the table printed at the end:
+#  1. driver API under `gpuslice exec --memory-limit ${GPU_LIMIT_GIB}Gi`
+#     (default 8): cuMemGetInfo shows the limit; one GiB over it is refused
+#     and one under it allocated through cuMemAlloc, cuMemCreate (VMM),
+#     cuMemAllocAsync, the default pool, managed memory; NVML's total;
+#  2. nvidia-smi inside the limit shows the limit as the GPU's total;
+#  3. PyTorch: mem_get_info's total is the limit, a tensor over it raises
+#     torch.cuda.OutOfMemoryError, one under it works;
+#  4. one budget for two processes of one "container" (one gpuslice exec,
+#     one usage region): while one holds LIMIT-3 GiB, 4 GiB is refused to
+#     the other and 2 GiB granted;
+#  5. compute shares 30 / 70 (policy fixed), two matmul loops at once: each
+#     one's throughput relative to running alone is its share +- 5 points;
+#  6. the interposer's added cost per call on the real driver (bench_interposer);
+#  7. gpuslice-shim on the real NVML: --query-gpus lists the GPUs, and a
+#     PyTorch process holding 2 GiB without the interposer (a bypass) in a
+#     cgroup of its own is killed against a 1 GiB limit (nvml_breach);
+#  8. `gpuslice cdi generate` on the real driver: the spec validates and
+#     names every GPU nvidia-smi lists (and, where runc and busybox exist, a
+#     container started through gpuslice-runtime runs `nvidia-smi -L`).
+# Usage: run.sh [KIT_DIR]   (default: the kit this script is in)
+# Exit status 1 when any line is FAIL.
+set -uo pipefail # not -e: every check runs and gets its line
+here=$(cd "$(dirname "$0")" && pwd)
+kit=${1:-$here}
+[[ -x $kit/bin/gpuslice ]] || kit=$here/../../build-gpu-kit
+[[ -x $kit/bin/gpuslice ]] || { echo "run.sh: no GPU kit at $kit: build it with tests/gpu/kit.sh" >&2; exit 2; }
+kit=$(cd "$kit" && pwd)
+bin=$kit/bin
+gs=$bin/gpuslice
+export GPUSLICE_INTERPOSER_LIB=$kit/lib/libgpuslice-cuda.so
+limit=${GPU_LIMIT_GIB:-8}
 seconds=${GPU_SHARE_SECONDS:-10}
-fail=0
+work=$(mktemp -d)
+results=$work/results
+: >"$results"
+trap 'rm -rf "$work"' EXIT
+
 note() { printf '\n== %s\n' "$*"; }
+record() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$results"; } # check, PASS|FAIL, detail
+# The "PASS|FAIL name: detail" lines a program printed, recorded under `prefix`.
+record_lines() { # prefix file
+  local status rest
+  while read -r status rest; do
+    [[ $status == PASS || $status == FAIL ]] || continue
+    record "$1${rest%%: *}" "$status" "${rest#*: }"
+  done <"$2"
+}
+# Runs a step with a bound: a hang must not eat the machine's time.
+bounded() { timeout --kill-after=10 "$@"; }
 
-note "build"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j"$(nproc)" --target gpuslice gpuslice_cuda gpuslice-shim nvml_breach gpuslice-runtime \
-  gpuslice-hook
-cc -O2 -std=c11 -Iinterposer/include tests/gpu/driver_test.c -o "$build/driver_test" -ldl
-gs="$build/cli/gpuslice"
-export GPUSLICE_INTERPOSER_LIB="$PWD/$build/interposer/libgpuslice-cuda.so"
-state=$(mktemp -d)
-trap 'rm -rf "$state"' EXIT
+note "machine"
+cat "$kit/VERSION" 2>/dev/null | sed 's/^/kit /'
+nvidia-smi --query-gpu=index,name,driver_version,memory.total,memory.used --format=csv,noheader || true
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' || true
 
-note "driver API under --memory-limit 8Gi"
-"$gs" exec --memory-limit 8Gi --state-dir "$state/driver" -- "$build/driver_test" || fail=1
+note "1. driver API under a ${limit} GiB limit"
+bounded 180 "$gs" exec --memory-limit "${limit}Gi" --state-dir "$work/driver" -- "$bin/driver_test" check "$limit" \
+  | tee "$work/driver.out"
+rc=${PIPESTATUS[0]}
+record_lines "driver: " "$work/driver.out"
+[[ $rc == 0 ]] || grep -q '^FAIL' "$work/driver.out" || record "driver: run" FAIL "exit status $rc"
 
-note "PyTorch under --memory-limit 8Gi"
-"$gs" exec --memory-limit 8Gi --state-dir "$state/torch" -- python3 - <<'PY' || fail=1
+note "2. nvidia-smi inside the limit"
+smi=$(bounded 60 "$gs" exec --memory-limit "${limit}Gi" --state-dir "$work/smi" -- \
+  nvidia-smi -i 0 --query-gpu=memory.total,memory.used --format=csv,noheader,nounits 2>&1)
+echo "$smi"
+total_mib=$(echo "$smi" | head -1 | cut -d, -f1 | tr -d ' ')
+if [[ $total_mib == $((limit * 1024)) ]]; then record "nvidia-smi: memory.total" PASS "$total_mib MiB"
+else record "nvidia-smi: memory.total" FAIL "'$smi' (want $((limit * 1024)) MiB)"; fi
+
+note "3. PyTorch under the limit"
+cat >"$work/torch_check.py" <<'PY'
+import sys
 import torch
 GiB = 1 << 30
+limit = int(sys.argv[1])
+def report(ok, name, detail):
+    print(f"{'PASS' if ok else 'FAIL'} {name}: {detail}", flush=True)
 free, total = torch.cuda.mem_get_info()
-print(f"mem_get_info: free {free / GiB:.2f} GiB, total {total / GiB:.2f} GiB")
-assert total == 8 * GiB, f"total {total}"
+report(total == limit * GiB, "mem_get_info", f"total {total / GiB:.2f} GiB, free {free / GiB:.2f} GiB")
 try:
-    torch.empty(9 * GiB, dtype=torch.uint8, device="cuda")
-    raise SystemExit("9 GiB allocation was not refused")
+    torch.empty((limit + 1) * GiB, dtype=torch.uint8, device="cuda")
+    report(False, "over the limit", f"{limit + 1} GiB tensor was allocated")
 except torch.cuda.OutOfMemoryError as e:
-    print("9 GiB: OutOfMemoryError as expected:", str(e).splitlines()[0])
-x = torch.empty(7 * GiB, dtype=torch.uint8, device="cuda")
-x.fill_(1)
-torch.cuda.synchronize()
-print("7 GiB: allocated and written")
-del x
-torch.cuda.empty_cache()
-print("pytorch: ok")
+    report(True, "over the limit", f"{limit + 1} GiB: torch.cuda.OutOfMemoryError")
+try:
+    x = torch.empty((limit - 2) * GiB, dtype=torch.uint8, device="cuda")
+    x.fill_(1)
+    torch.cuda.synchronize()
+    report(int(x[-1].item()) == 1, "under the limit", f"{limit - 2} GiB tensor allocated and written")
+    del x
+except Exception as e:  # noqa: BLE001 - any failure is the finding
+    report(False, "under the limit", f"{limit - 2} GiB: {type(e).__name__}: {str(e).splitlines()[0]}")
 PY
+bounded 300 "$gs" exec --memory-limit "${limit}Gi" --state-dir "$work/torch" -- python3 "$work/torch_check.py" "$limit" \
+  2>&1 | tee "$work/torch.out"
+record_lines "pytorch: " "$work/torch.out"
+grep -q '^\(PASS\|FAIL\)' "$work/torch.out" || record "pytorch: run" FAIL "no result (is PyTorch installed?)"
 
-note "compute shares 30 / 70 (${seconds}s each)"
-cat >"$state/loop.py" <<'PY'
+note "4. two processes, one budget of ${limit} GiB"
+held=$((limit - 3))
+bounded 180 "$gs" exec --memory-limit "${limit}Gi" --state-dir "$work/shared" -- sh -c '
+  bin=$1 held=$2 flag=$3
+  "$bin/driver_test" hold "$held" 60 "$flag" & holder=$!
+  for i in $(seq 300); do [ -e "$flag" ] && break; sleep 0.1; done
+  [ -e "$flag" ] || { echo "FAIL holder: did not get $held GiB"; kill $holder; exit 1; }
+  echo "PASS holder: $held GiB held by pid $holder"
+  "$bin/driver_test" try 4 oom | sed "s/^\(PASS\|FAIL\) cuMemAlloc/\1 second process, 4 GiB more/"
+  "$bin/driver_test" try 2 ok | sed "s/^\(PASS\|FAIL\) cuMemAlloc/\1 second process, 2 GiB more/"
+  kill $holder; wait $holder 2>/dev/null; exit 0' sh "$bin" "$held" "$work/holding" 2>&1 | tee "$work/shared.out"
+record_lines "one region: " "$work/shared.out"
+grep -q '^\(PASS\|FAIL\)' "$work/shared.out" || record "one region: run" FAIL "no result"
+
+note "5. compute shares 30 / 70 (${seconds}s each)"
+cat >"$work/loop.py" <<'PY'
 import sys, time, torch
 seconds = float(sys.argv[1])
 a = torch.randn(4096, 4096, device="cuda")
@@ -78,49 +135,77 @@ while time.time() - t0 < seconds:
     n += 10
 print(n / (time.time() - t0))
 PY
-alone=$("$gs" exec --policy native --state-dir "$state/alone" -- python3 "$state/loop.py" "$seconds")
+alone=$(bounded 120 "$gs" exec --policy native --state-dir "$work/alone" -- python3 "$work/loop.py" "$seconds")
 echo "alone: $alone matmul/s"
-"$gs" exec --compute-limit 30 --policy fixed --state-dir "$state/a" -- python3 "$state/loop.py" "$seconds" >"$state/a.out" &
+bounded 120 "$gs" exec --compute-limit 30 --policy fixed --state-dir "$work/a" -- python3 "$work/loop.py" "$seconds" \
+  >"$work/a.out" &
 pa=$!
-"$gs" exec --compute-limit 70 --policy fixed --state-dir "$state/b" -- python3 "$state/loop.py" "$seconds" >"$state/b.out" &
+bounded 120 "$gs" exec --compute-limit 70 --policy fixed --state-dir "$work/b" -- python3 "$work/loop.py" "$seconds" \
+  >"$work/b.out" &
 pb=$!
 wait $pa $pb
 for pair in "a 30" "b 70"; do
   set -- $pair
-  rate=$(cat "$state/$1.out")
-  share=$(awk -v r="$rate" -v a="$alone" 'BEGIN { printf "%.1f", 100 * r / a }')
-  echo "container $1: $rate matmul/s = $share% of alone (wanted $2 +- 5)"
-  awk -v s="$share" -v w="$2" 'BEGIN { d = s - w; if (d < 0) d = -d; exit !(d <= 5) }' || fail=1
+  rate=$(cat "$work/$1.out")
+  share=$(awk -v r="$rate" -v a="$alone" 'BEGIN { if (a > 0 && r > 0) printf "%.1f", 100 * r / a; else print "none" }')
+  detail="$rate matmul/s = $share% of alone ($alone), wanted $2 +- 5"
+  if awk -v s="$share" -v w="$2" 'BEGIN { d = s - w; if (d < 0) d = -d; exit !(s != "none" && d <= 5) }'; then
+    record "compute share $2%" PASS "$detail"
+  else record "compute share $2%" FAIL "$detail"; fi
 done
 
-note "gpuslice-shim on the real NVML: a 2 GiB bypass against a 1 GiB limit"
-"$build/shim/gpuslice-shim" --query-gpus || fail=1
+note "6. the interposer's cost per call on the real driver"
+bounded 300 "$bin/bench_interposer" libcuda.so.1 "$kit/lib/libgpuslice-cuda.so" "${GPU_BENCH_ITERATIONS:-20000}" \
+  2>&1 | tee "$work/bench.out"
+rc=${PIPESTATUS[0]}
+while IFS= read -r line; do
+  [[ $line == *target* ]] || continue
+  name=$(echo "${line:0:34}" | sed 's/ *$//')
+  if [[ $line == *met ]]; then record "overhead: $name" PASS "$(echo "${line:34}" | tr -s ' ')"
+  else record "overhead: $name" FAIL "$(echo "${line:34}" | tr -s ' ')"; fi
+done <"$work/bench.out"
+[[ $rc == 0 ]] || record "overhead: run" FAIL "bench_interposer exit status $rc"
+
+note "7. gpuslice-shim on the real NVML: a 2 GiB bypass against a 1 GiB limit"
+if bounded 60 "$bin/gpuslice-shim" --query-gpus | tee "$work/gpus.out" && [[ -s $work/gpus.out ]]; then
+  record "gpuslice-shim --query-gpus" PASS "$(wc -l <"$work/gpus.out") GPU(s): $(head -1 "$work/gpus.out")"
+else record "gpuslice-shim --query-gpus" FAIL "no GPU listed"; fi
 if [[ -e /sys/fs/cgroup/cgroup.controllers ]]; then cg=/sys/fs/cgroup/gpuslice-gpu-check-$$
 else cg=/sys/fs/cgroup/freezer/gpuslice-gpu-check-$$; fi
-mkdir -p "$cg"
-sh -c 'echo $$ > "$1/cgroup.procs" && exec python3 -c "
+if mkdir -p "$cg" 2>/dev/null; then
+  sh -c 'echo $$ > "$1/cgroup.procs" && exec python3 -c "
 import time, torch
 x = torch.empty(2 << 30, dtype=torch.uint8, device=\"cuda\"); x.fill_(1); torch.cuda.synchronize()
 print(\"holding 2 GiB\", flush=True); time.sleep(60)"' sh "$cg" &
-victim=$!
-sleep 8 # CUDA's start and the allocation
-"$build/tests/gpu/nvml_breach" libnvidia-ml.so.1 "$victim" $((1 << 30)) 60 || fail=1
-status=0
-wait "$victim" 2>/dev/null || status=$?
-echo "the PyTorch process ended with status $status (137: SIGKILL)"
-[[ $status == 137 ]] || fail=1
-rmdir "$cg" 2>/dev/null || true
+  victim=$!
+  sleep 8 # CUDA's start and the allocation
+  bounded 90 "$bin/nvml_breach" libnvidia-ml.so.1 "$victim" $((1 << 30)) 60 2>&1 | tee "$work/breach.out"
+  status=0
+  wait "$victim" 2>/dev/null || status=$?
+  if [[ $status == 137 ]]; then record "monitor kills a bypass" PASS "$(tail -1 "$work/breach.out")"
+  else record "monitor kills a bypass" FAIL "the process ended with status $status, not 137 (SIGKILL)"; fi
+  rmdir "$cg" 2>/dev/null || true
+else
+  record "monitor kills a bypass" FAIL "cannot create a cgroup ($cg): not root?"
+fi
 
-note "cdi generate on the real driver"
-mkdir -p "$state/cdi"
-"$gs" cdi generate --hook-path "$PWD/$build/hook/gpuslice-hook" --output "$state/cdi/nvidia.yaml" || fail=1
-"$gs" cdi validate "$state/cdi/nvidia.yaml" || fail=1
-listed=$(nvidia-smi -L | wc -l)
-named=$("$gs" cdi list --spec-dirs "$state/cdi" | grep -c '^nvidia.com/gpu=[0-9]*$' || true)
-echo "nvidia-smi lists $listed GPUs, the spec names $named"
-[[ $listed == "$named" ]] || fail=1
-if command -v runc >/dev/null && command -v busybox >/dev/null; then
-  bundle="$state/bundle"
+note "8. cdi generate on the real driver"
+mkdir -p "$work/cdi"
+generated=no
+if bounded 60 "$gs" cdi generate --hook-path "$bin/gpuslice-hook" --output "$work/cdi/nvidia.yaml" &&
+   bounded 60 "$gs" cdi validate "$work/cdi/nvidia.yaml"; then
+  generated=yes
+  listed=$(nvidia-smi -L | wc -l)
+  named=$("$gs" cdi list --spec-dirs "$work/cdi" | grep -c '^nvidia.com/gpu=[0-9]*$' || true)
+  if [[ $listed == "$named" ]]; then record "cdi generate" PASS "the spec names the $named GPU(s) nvidia-smi lists"
+  else record "cdi generate" FAIL "nvidia-smi lists $listed GPUs, the spec names $named"; fi
+else
+  record "cdi generate" FAIL "generate or validate failed"
+fi
+if [[ $generated == no ]]; then
+  echo "no spec: the container step was not run"
+elif command -v runc >/dev/null && command -v busybox >/dev/null; then
+  bundle="$work/bundle"
   mkdir -p "$bundle/rootfs/bin" "$bundle/rootfs/etc" "$bundle/rootfs/usr/lib/x86_64-linux-gnu"
   cp "$(command -v busybox)" "$bundle/rootfs/bin/busybox"; ln -s busybox "$bundle/rootfs/bin/sh"
   (cd "$bundle" && runc spec)
@@ -131,12 +216,18 @@ c["process"]["terminal"] = False; c["process"]["args"] = ["nvidia-smi", "-L"]; c
 c.setdefault("annotations", {})["cdi.k8s.io/gpu"] = "nvidia.com/gpu=0"
 json.dump(c, open(p, "w"))
 PY
-  printf '[cdi]\nspec-dirs = ["%s"]\n[runtime]\nstate-dir = "%s"\n' "$state/cdi" "$state/run" > "$state/gpuslice.toml"
-  GPUSLICE_CONFIG="$state/gpuslice.toml" "$build/shim/gpuslice-runtime" run --bundle "$bundle" gpuslice-gpu-check-$$ || fail=1
+  printf '[cdi]\nspec-dirs = ["%s"]\n[runtime]\nstate-dir = "%s"\n' "$work/cdi" "$work/run" >"$work/gpuslice.toml"
+  if out=$(GPUSLICE_CONFIG="$work/gpuslice.toml" bounded 60 "$bin/gpuslice-runtime" run --bundle "$bundle" \
+      "gpuslice-gpu-check-$$" 2>&1) && [[ $out == *GPU\ 0* ]]; then
+    record "container: nvidia-smi -L" PASS "$(echo "$out" | head -1)"
+  else record "container: nvidia-smi -L" FAIL "$(echo "$out" | tail -1)"; fi
 else
   echo "no runc or busybox on this machine: the container step was not run"
 fi
 
 note "result"
-if [[ $fail == 0 ]]; then echo "all GPU checks passed"; else echo "SOME GPU CHECKS FAILED"; fi
-exit $fail
+awk -F'\t' '{ printf "%-4s  %-46s  %s\n", $2, $1, $3 }' "$results"
+passed=$(grep -c $'\tPASS\t' "$results" || true)
+failed=$(grep -c $'\tFAIL\t' "$results" || true)
+echo "$passed passed, $failed failed"
+[[ $failed == 0 && $passed -gt 0 ]]

@@ -22,14 +22,10 @@ namespace gpuslice::inspect {
 
 namespace {
 
-constexpr std::size_t kMaxStateFile = 64 * 1024;
-
+// Unreadable is unknown here, not a failed report.
 std::optional<std::string> read_in(int dir_fd, const char *name) {
-  UniqueFd f(::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-  if (!f)
-    return std::nullopt;
   try {
-    return fs::read_fd(f.get(), name, kMaxStateFile);
+    return state::read_state_file(dir_fd, name);
   } catch (const Error &) {
     return std::nullopt;
   }

@@ -22,7 +22,6 @@ namespace gpuslice::shim {
 
 namespace {
 
-constexpr std::size_t kMaxStateFile = 64 * 1024;
 
 // "namespace/name" of the pod, from the annotations kubelet's runtime sets
 // (containerd's CRI, then CRI-O's); for the monitor's log lines only.
@@ -50,13 +49,6 @@ UniqueFd open_dir_in(int parent, const char *name, const std::string &shown) {
   if (!fd)
     throw system_error("cannot open " + quote(shown));
   return fd;
-}
-
-std::optional<std::string> read_in(int dir_fd, const char *name) {
-  UniqueFd f(::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-  if (!f)
-    return std::nullopt;
-  return fs::read_fd(f.get(), name, kMaxStateFile);
 }
 
 // The socket in run/ (any earlier one replaced), labelled.
@@ -147,13 +139,15 @@ std::optional<std::string> restart_monitor_if_gone(const Config &config, const s
   const std::string path = fs::clean_path(config.state_dir) + "/containers/" + id;
   UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!dir)
-    return std::nullopt; // no limits, or gone
+    return std::nullopt; // no device, or gone
+  // Written once at create, before the container runs: read unlocked, so
+  // that a container without limits (most exec probes) takes no lock.
+  const auto saved = state::read_state_file(dir.get(), kMonitorArgsFile);
+  if (!saved)
+    return std::nullopt; // a container without a monitor (or of an older gpuslice)
   // One restarter at a time (kubelet may run probes at once).
   if (::flock(dir.get(), LOCK_EX) != 0)
     throw system_error("cannot lock " + quote(path));
-  const auto saved = read_in(dir.get(), kMonitorArgsFile);
-  if (!saved)
-    return std::nullopt; // a container without a monitor (or of an older gpuslice)
   const auto old = state::read_process_record(dir.get(), state::kMonitorRecord);
   if (old && state::process_alive(*old))
     return std::nullopt;
@@ -167,7 +161,7 @@ std::optional<std::string> restart_monitor_if_gone(const Config &config, const s
       throw Error("its init (pid " + std::to_string(init->pid) + ") ended meanwhile");
     monitor.init_pid = init->pid;
     selinux::Labeler labeler;
-    if (const auto labels = read_in(dir.get(), kLabelsFile)) {
+    if (const auto labels = state::read_state_file(dir.get(), kLabelsFile)) {
       const auto lines = split(*labels, '\n', EmptyParts::keep);
       if (lines.size() < 2)
         throw Error("its " + quote(path + "/" + kLabelsFile) + " is not a mount label and a process label");
@@ -178,7 +172,7 @@ std::optional<std::string> restart_monitor_if_gone(const Config &config, const s
     }
     // The region its processes have charged, taken back from one of them.
     std::string region_note = "the same usage region";
-    const auto id_text = read_in(dir.get(), kRegionIdFile);
+    const auto id_text = state::read_state_file(dir.get(), kRegionIdFile);
     const auto region_id = id_text ? sharing::parse_region_id(*id_text) : std::nullopt;
     if (region_id) {
       std::vector<int> pids{init->pid};

@@ -414,6 +414,15 @@ void remove_contents(int dir_fd, const std::string &shown) {
 
 std::optional<ProcessId> read_process_record(int dir_fd, const char *name) { return read_record(dir_fd, name); }
 
+std::optional<std::string> read_state_file(int dir_fd, const char *name) {
+  constexpr std::size_t kMaxStateFile = 64 * 1024;
+  // O_NONBLOCK: a FIFO planted there must not hang the reader
+  UniqueFd f(::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!f)
+    return std::nullopt;
+  return fs::read_fd(f.get(), name, kMaxStateFile);
+}
+
 void write_process_record(int dir_fd, const char *name, const ProcessId &p, const std::string &shown) {
   write_record(dir_fd, name, p, shown);
 }

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -174,4 +175,20 @@ TEST_CASE("state: a process id as text, and back, exactly", "[state]") {
   CHECK(parse_process_id(to_text(p)) == p);
   for (const char *bad : {"", "4242", "4242 ", " 4242 1", "0 1", "-1 1", "4242 1 2", "4242 x", "4242 1\n", "x 1"})
     CHECK_FALSE(parse_process_id(bad));
+}
+
+TEST_CASE("state: read_state_file reads a plain file only, bounded; a FIFO does not hang it", "[state]") {
+  TempDir t;
+  t.write("d/limits", "0=1Gi\n");
+  t.write("d/big", std::string(64 * 1024 + 1, 'x'));
+  t.write("outside", "host secret\n");
+  REQUIRE(::symlink((t / "outside").c_str(), (t / "d/link").c_str()) == 0);
+  REQUIRE(::mkfifo((t / "d/fifo").c_str(), 0600) == 0);
+  UniqueFd dir(::open((t / "d").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(dir);
+  CHECK(read_state_file(dir.get(), "limits") == std::optional<std::string>("0=1Gi\n"));
+  CHECK(read_state_file(dir.get(), "missing") == std::nullopt);
+  CHECK(read_state_file(dir.get(), "link") == std::nullopt);
+  CHECK(read_state_file(dir.get(), "fifo") == std::optional<std::string>(""));
+  CHECK_THROWS_AS(read_state_file(dir.get(), "big"), Error);
 }

@@ -111,6 +111,11 @@ struct NamedDir {
 };
 std::vector<NamedDir> open_container_dirs(const std::string &state_dir);
 
+// A file of a container dir (opened as `dir_fd`), read without following a
+// link and bounded (64 KiB): nullopt when it cannot be opened (missing);
+// throws Error when it cannot be read.
+std::optional<std::string> read_state_file(int dir_fd, const char *name);
+
 // Removes what is inside the directory `dir_fd`, without following links.
 void remove_contents(int dir_fd, const std::string &shown);
 

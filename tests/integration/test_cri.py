@@ -150,6 +150,26 @@ def node(request, session_tmp, busybox_rootfs, host_cgroups):
         if client:
             client.close()
         d.stop()
+        remove_cgroup_parent(CGROUP_PARENT)
+
+
+# The pods' cgroup parent: runc makes it in every hierarchy and removes only
+# the containers' own cgroups under it.
+CGROUP_PARENT = f"gpuslice-cri-{os.getpid()}"
+
+
+def remove_cgroup_parent(name: str) -> None:
+    """Removes `name` (and what is left under it) from every cgroup
+    hierarchy, deepest first; a cgroup still in use stays."""
+    for top in [Path("/sys/fs/cgroup"), *Path("/sys/fs/cgroup").iterdir()]:
+        parent = top / name
+        if not parent.is_dir():
+            continue
+        for dirpath, _, _ in sorted(os.walk(parent), key=lambda w: -w[0].count("/")):
+            try:
+                os.rmdir(dirpath)
+            except OSError:
+                pass
 
 
 class Pod:
@@ -161,7 +181,7 @@ class Pod:
         log_dir = node.base / "pod-logs" / self.name
         log_dir.mkdir(parents=True)
         self.config = node.cri.sandbox_config(self.name, self.name + "-uid", log_dir, annotations,
-                                              cgroup_parent=f"/gpuslice-cri-{os.getpid()}")
+                                              cgroup_parent=f"/{CGROUP_PARENT}")
         self.id = node.cri.run_pod(self.config, handler)
         self.containers: list[str] = []
 

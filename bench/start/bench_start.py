@@ -110,6 +110,12 @@ def main() -> int:
     ap.add_argument("--scenario", choices=["none", "devices", "limits", "all"], default="all")
     ap.add_argument("--cli", default="", help="the gpuslice CLI, for `cdi inject` (default: the build's, beside the wrapper)")
     ap.add_argument("--floor", default="", help="exec_floor (default: the build's, bench/start/exec_floor)")
+    ap.add_argument("--settle", type=float, default=0.0,
+                    help="seconds to wait before each cycle (default 0): on a small VM the kernel's deferred "
+                         "teardown of the previous container slows the next runc create by ~50 ms for ~1 s")
+    ap.add_argument("--go-maxprocs", type=int, default=0,
+                    help="GOMAXPROCS for runc, plain and wrapped alike (default: unset): with 2 CPUs, runc's Go "
+                         "scheduler makes its create bimodal (66 or 116 ms here); 1 removes that mode")
     ap.add_argument("--seed", type=int, default=1, help="of the shuffled order of runtimes per iteration (default 1)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
@@ -118,6 +124,8 @@ def main() -> int:
     a = ap.parse_args()
 
     wrapper = benchlib.wrapper_as_root(a)
+    if a.go_maxprocs > 0:
+        os.environ["GOMAXPROCS"] = str(a.go_maxprocs)  # before the runtimes copy the environment
     build = Path(wrapper).resolve().parent.parent
     cli = a.cli or str(build / "cli" / "gpuslice")
     floor = a.floor or str(build / "bench" / "start" / "exec_floor")
@@ -156,7 +164,8 @@ def main() -> int:
         scenarios = ["none", "devices", "limits"] if a.scenario == "all" else [a.scenario]
         print(f"# {shlex.join([sys.executable, *sys.argv])}")
         print(f"# wrapper {wrapper}, runtime {lowlevel}, {a.iterations} iterations (+{a.warmup} warm-up), "
-              f"{os.cpu_count()} cpus, kernel {os.uname().release}")
+              f"{os.cpu_count()} cpus, kernel {os.uname().release}, settle {a.settle} s, "
+              f"GOMAXPROCS {os.environ.get('GOMAXPROCS', 'unset')}")
         failed = False
         for sc in scenarios:
             runners = {"plain": plain, "wrapper": wrapped}
@@ -183,6 +192,7 @@ def main() -> int:
                 order = list(runners)
                 shuffle(order)
                 for name in order:
+                    time.sleep(a.settle)
                     ms = cycle(runners[name], bundles[name], f"bench-{sc}-{name}-{i}", configs[name],
                                phases[name] if i >= a.warmup else None)
                     if i >= a.warmup:

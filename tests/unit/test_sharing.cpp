@@ -17,6 +17,7 @@ extern "C" {
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -148,6 +149,31 @@ TEST_CASE("a new region is a sealed memfd, valid and empty", "[sharing]") {
   CHECK(u.devices.empty());
   CHECK(u.slots_in_use == 0);
   CHECK(container_id(r.get()) != 0);
+}
+
+TEST_CASE("recover_region takes back only the mapping whose inode is the region's", "[sharing][root]") {
+  // A process of the container maps other memfds too (here a decoy of the
+  // same size and name, mapped first): only the recorded inode is taken.
+  gpuslice::UniqueFd decoy = create_region();
+  gpuslice::UniqueFd region = create_region();
+  void *decoy_map = ::mmap(nullptr, GS_REGION_SIZE, PROT_READ, MAP_SHARED, decoy.get(), 0);
+  void *region_map = ::mmap(nullptr, GS_REGION_SIZE, PROT_READ, MAP_SHARED, region.get(), 0);
+  REQUIRE(decoy_map != MAP_FAILED);
+  REQUIRE(region_map != MAP_FAILED);
+  const RegionId id = region_id(region.get());
+  REQUIRE_FALSE(id == region_id(decoy.get()));
+  const std::vector<int> self{static_cast<int>(::getpid())};
+
+  gpuslice::UniqueFd back = recover_region(self, id);
+  REQUIRE(back); // /proc/self/map_files: root only
+  CHECK(region_id(back.get()) == id);
+  CHECK_FALSE(recover_region(self, RegionId{id.dev, id.ino + 1000000}));
+  CHECK_FALSE(recover_region({}, id));
+  CHECK_FALSE(recover_region({999999999}, id)); // no such process
+
+  ::munmap(region_map, GS_REGION_SIZE);
+  CHECK_FALSE(recover_region(self, id)); // held only as a descriptor: not mapped, not found
+  ::munmap(decoy_map, GS_REGION_SIZE);
 }
 
 TEST_CASE("what a tenant writes into the region is validated", "[sharing]") {

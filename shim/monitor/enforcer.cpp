@@ -58,10 +58,35 @@ std::optional<uint64_t> Enforcer::limit_for(const std::string &uuid) const {
 
 namespace {
 
-// A JSON string (the pod's name comes from an annotation: escape it all).
+// The length of the well-formed UTF-8 sequence at s[i] (RFC 3629: no
+// overlong forms, no surrogates, nothing above U+10FFFF); 0 when there is none.
+std::size_t utf8_length(const std::string &s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const auto cont = [&](std::size_t k, unsigned lo = 0x80, unsigned hi = 0xbf) {
+    return i + k < s.size() && b(k) >= lo && b(k) <= hi;
+  };
+  const unsigned c = b(0);
+  if (c < 0x80)
+    return 1;
+  if (c >= 0xc2 && c <= 0xdf)
+    return cont(1) ? 2 : 0;
+  if (c >= 0xe0 && c <= 0xef) {
+    const unsigned lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+    return cont(1, lo, hi) && cont(2) ? 3 : 0;
+  }
+  if (c >= 0xf0 && c <= 0xf4) {
+    const unsigned lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+    return cont(1, lo, hi) && cont(2) && cont(3) ? 4 : 0;
+  }
+  return 0;
+}
+
+// A JSON string (the pod's name comes from an annotation: escape it all;
+// a byte that is not UTF-8 becomes U+FFFD, or the whole file would not parse).
 std::string json_string(const std::string &text) {
   std::string out = "\"";
-  for (unsigned char c : text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
     if (c == '"' || c == '\\') {
       out += '\\';
       out += static_cast<char>(c);
@@ -70,9 +95,16 @@ std::string json_string(const std::string &text) {
       out += "\\u00";
       out += hex[c >> 4];
       out += hex[c & 15];
+    } else if (const std::size_t n = utf8_length(text, i); n > 1) {
+      out.append(text, i, n);
+      i += n;
+      continue;
+    } else if (n == 0) {
+      out += "\xef\xbf\xbd";
     } else {
       out += static_cast<char>(c);
     }
+    ++i;
   }
   return out + "\"";
 }

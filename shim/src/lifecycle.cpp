@@ -1,26 +1,22 @@
 #include "gpuslice/shim/lifecycle.hpp"
 
 #include "gpuslice/common/error.hpp"
-#include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/strings.hpp"
+#include "gpuslice/sharing/monitor.hpp"
 #include "gpuslice/shim/runtime.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
 #include <unistd.h>
 
-#include <charconv>
-
 namespace gpuslice::shim {
 
 namespace {
 
-int read_pid_file(const std::string &path) {
-  const std::string text = trim_space(fs::read_file(path, 64));
-  int pid = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
-  if (ec != std::errc() || end != text.data() + text.size() || pid <= 0)
-    throw Error("runc's pid file " + quote(path) + " holds no pid: " + quote(text));
-  return pid;
+int init_pid_from(const std::string &pid_file) {
+  const auto pid = sharing::read_pid_file(pid_file);
+  if (!pid)
+    throw Error("runc's pid file " + quote(pid_file) + " is missing or holds no pid");
+  return *pid;
 }
 
 // The global flags (--root, --log, ...) of `cl`, then `verb_args`.
@@ -42,7 +38,7 @@ int create_recording_init(const std::string &runtime, const CommandLine &cl, con
     return status;
   }
   try {
-    state::record_init(config.state_dir, cl.container_id, read_pid_file(pid_file));
+    state::record_init(config.state_dir, cl.container_id, init_pid_from(pid_file));
   } catch (const Error &e) {
     (void)run_runtime(runtime, with_global_flags(cl, {"delete", "--force", cl.container_id}), ChildEnds::with_parent);
     state::remove_container_dir(config.state_dir, cl.container_id, me);

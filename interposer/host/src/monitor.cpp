@@ -75,21 +75,6 @@ void hand_region(int listener, int region, const std::function<void(int)> &on_co
   (void)!::sendmsg(conn.get(), &msg, MSG_NOSIGNAL);
 }
 
-std::optional<int> read_pid_file(const std::string &path) {
-  try {
-    std::string text = fs::read_file(path, 64);
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
-      text.pop_back();
-    int pid = 0;
-    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
-    if (ec != std::errc() || p != text.data() + text.size() || pid <= 0)
-      return std::nullopt;
-    return pid;
-  } catch (const Error &) {
-    return std::nullopt;
-  }
-}
-
 void publish_activity(ActivityPublisher &publisher, int region) {
   try {
     const uint64_t now = monotonic_ns(), hold = 100'000'000;
@@ -191,6 +176,21 @@ void place_fd(int from, int to) {
 }
 
 } // namespace
+
+std::optional<int> read_pid_file(const std::string &path) {
+  try {
+    std::string text = fs::read_file(path, 64);
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
+      text.pop_back();
+    int pid = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
+    if (ec != std::errc() || p != text.data() + text.size() || pid <= 0)
+      return std::nullopt;
+    return pid;
+  } catch (const Error &) {
+    return std::nullopt;
+  }
+}
 
 UniqueFd open_pidfd(int pid) {
   UniqueFd fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ struct MonitorSetup {
 
 // A pidfd for `pid` (pidfd_open); throws Error.
 UniqueFd open_pidfd(int pid);
+
+// The pid runc wrote to its --pid-file (digits, a trailing newline or space
+// allowed); nullopt when the file is missing or holds anything else.
+std::optional<int> read_pid_file(const std::string &path);
 
 // Listens on a new Unix socket at dir_fd/name (mode 0666: any user of the
 // container connects; the directory keeps host users out). Throws Error.

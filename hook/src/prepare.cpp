@@ -37,8 +37,7 @@ Prepared prepare_container(const ContainerState &state, const std::string &state
   const std::string root = spec.root_path();
   const std::string rootfs = fs::clean_path(fs::is_absolute(root) ? root : state.bundle + "/" + root);
   const Injection injection = plan_injection(before, spec.json(), rootfs, plan.host_nodes);
-  std::string no_pid_file;
-  shim::commit_host(ctx, no_pid_file, [&](const state::ContainerDir &dir) {
+  shim::commit_host(ctx, /*pid_file=*/"", [&](const state::ContainerDir &dir) {
     const auto init = state::process_id(state.pid);
     if (!init)
       throw Error("container " + quote(state.id) + ": its init (pid " + std::to_string(state.pid) + ") is gone");

@@ -72,7 +72,7 @@ void write_in(int dir_fd, const std::string &name, const std::string &text, mode
   labeler.label_fd(f.get(), selinux::Share::private_read_only, shown + "/" + name);
 }
 
-state::ContainerDir commit_host(CreateContext &ctx, std::string &pid_file,
+state::ContainerDir commit_host(CreateContext &ctx, const std::string &pid_file,
                                 const std::function<void(const state::ContainerDir &)> &finish) {
   // A container with limits takes its place on its GPUs under the lock,
   // held until its own limits file is in place (admission.hpp).
@@ -103,6 +103,8 @@ state::ContainerDir commit_host(CreateContext &ctx, std::string &pid_file,
 }
 
 void commit(CreateContext &ctx, std::string &pid_file, const std::string &config_json) {
+  if (pid_file.empty()) // runc is given one: the runtime reads the init's pid from it
+    pid_file = ctx.state_path + "/" + kInitPidFile;
   commit_host(ctx, pid_file, [&](const state::ContainerDir &) { ctx.spec.save(config_json); });
 }
 
@@ -163,8 +165,6 @@ BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const st
   edit.warnings = std::move(plan.warnings);
   if (plan.devices.empty())
     return edit;
-  if (request.pid_file.empty())
-    request.pid_file = ctx.state_path + "/" + kInitPidFile;
   commit(ctx, request.pid_file, path);
   edit.warnings.insert(edit.warnings.end(), ctx.warnings.begin(), ctx.warnings.end());
   edit.written = true;

@@ -9,7 +9,6 @@
 #include "gpuslice/sharing/monitor.hpp"
 #include "gpuslice/sharing/region.hpp"
 #include "gpuslice/selinux/system.hpp"
-#include "gpuslice/shim/bundle.hpp"
 #include "gpuslice/shim/sharing.hpp"
 #include "monitor/cgroup.hpp"
 
@@ -72,7 +71,7 @@ UniqueFd open_activity(const Config &config, const selinux::Labeler &labeler) {
 
 } // namespace
 
-void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, std::string &pid_file) {
+void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, const std::string &pid_file) {
   const selinux::Labeler &labeler = ctx.plan.labeler;
   const Config &c = ctx.config;
   const std::string run_path = dir.path + "/" + kRunDirName;
@@ -98,11 +97,9 @@ void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, std
     monitor.watched = sharing::open_pidfd(ctx.init_pid);
     monitor.init_pid = ctx.init_pid;
   } else {
-    // This process becomes runc (exec): once it exits, `create` is over and
-    // runc has written the init's pid.
+    // This process runs runc create and exits once the init is recorded
+    // (lifecycle.hpp): by then runc has written the init's pid.
     monitor.watched = sharing::open_pidfd(static_cast<int>(::getpid()));
-    if (pid_file.empty())
-      pid_file = dir.path + "/" + kInitPidFile;
     monitor.pid_file = fs::absolute(pid_file);
   }
   const auto creator = state::process_id(static_cast<int>(::getpid()));

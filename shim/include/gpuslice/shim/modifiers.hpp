@@ -84,9 +84,9 @@ CreatePlan plan_create(CreateContext &ctx, const std::string &bundle_dir, HookMo
 // Performs ctx.plan on the host: admission for a container with limits, the
 // state dir (stale ones collected first; a live id refused), its files, the
 // region and monitor (of ctx.init_pid when set, else of the pid runc writes
-// to request_pid_file), each labelled by ctx.plan.labeler; then `finish`.
+// to pid_file), each labelled by ctx.plan.labeler; then `finish`.
 // On failure (`finish`'s included) the state dir is removed. Throws Error.
-state::ContainerDir commit_host(CreateContext &ctx, std::string &request_pid_file,
+state::ContainerDir commit_host(CreateContext &ctx, const std::string &pid_file,
                                 const std::function<void(const state::ContainerDir &)> &finish);
 
 // commit_host, finished by writing the spec to `config_json` (the pid file

@@ -34,9 +34,9 @@ inline constexpr const char *kRegionIdFile = "region-id";       // sharing::to_t
 inline constexpr const char *kLabelsFile = "selinux";           // mount label, process label: two lines
 
 // At create: run/, the region, its socket and the monitor, for `ctx`'s
-// container (commit). `pid_file` is runc's --pid-file (one in the state dir
-// when empty). Throws Error.
-void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, std::string &pid_file);
+// container (commit). `pid_file` is runc's --pid-file, read once runc is
+// done (unused when ctx.init_pid is set). Throws Error.
+void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, const std::string &pid_file);
 
 // When container `id` has a monitor that is gone while its init lives,
 // starts another; returns what it did, for the log (nullopt: nothing to

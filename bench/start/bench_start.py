@@ -83,9 +83,8 @@ def summarize(times: list[float]) -> dict:
 
 def inject(cli: str, spec_dir: Path, bundle: ocitest.Bundle, devices: str) -> bytes:
     """config.json with `devices` applied by `gpuslice cdi inject`."""
-    config = bundle.write()
+    bundle.write()
     out = bundle.path / "injected.json"
-    bundle.config_path.write_bytes(config)
     subprocess.run([cli, "cdi", "inject", "--spec-dirs", str(spec_dir), "--config", str(bundle.config_path),
                     "--output", str(out), *devices.split(",")], check=True)
     return out.read_bytes()

@@ -5,7 +5,9 @@
 // `run` of one) removes that state; `exec` gets the container's CDI env; start, state, exec, ps,
 // pause and resume start the container's monitor again when it died; every
 // other verb (and a container that asks for no device) is an exec of the
-// low-level runtime with the arguments untouched.
+// low-level runtime with the arguments untouched. Those execs mostly happen
+// before main, in the fast path (fast_path/entry.c), when a record this
+// program saved shows it would do nothing else.
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
@@ -13,10 +15,13 @@
 #include "gpuslice/shim/bundle.hpp"
 #include "gpuslice/shim/command_line.hpp"
 #include "gpuslice/shim/exec_env.hpp"
+#include "gpuslice/shim/fast_path_record.hpp"
 #include "gpuslice/shim/lifecycle.hpp"
 #include "gpuslice/shim/monitor_start.hpp"
 #include "gpuslice/shim/runtime.hpp"
 #include "gpuslice/state/container_dir.hpp"
+
+#include "fast_path/fast_path.h"
 
 #include <spdlog/spdlog.h>
 
@@ -50,8 +55,12 @@ int fail(const shim::CommandLine &cl, const Config &config, const std::string &m
 int run(shim::CommandLine &cl) {
   const std::string config_file = config_path();
   Config config;
+  std::optional<std::string> config_text;
+  bool config_read = false;
   try {
-    config = load_config(config_file);
+    config_text = read_config_text(config_file);
+    config = config_text ? parse_config(*config_text, config_file) : Config{};
+    config_read = true;
   } catch (const Error &e) {
     // delete, kill and state must keep working with a broken config, or
     // containers could never be cleaned up; only create refuses.
@@ -65,6 +74,9 @@ int run(shim::CommandLine &cl) {
   } catch (const Error &e) {
     return fail(cl, config, e.message());
   }
+  // What the next calls' fast path (shim/fast_path/) may rely on.
+  if (config_read)
+    shim::save_fast_path_record(config_file, config_text, runtime, config.state_dir, GPUSLICE_FAST_PATH_DIR);
 
   if (cl.deletes() && !cl.container_id.empty() && state::container_dir_exists(config.state_dir, cl.container_id)) {
     try {

@@ -175,11 +175,16 @@ namespace {
 constexpr std::size_t kMaxConfigSize = 1u << 20;
 } // namespace
 
-Config load_config(const std::string &path) {
+std::optional<std::string> read_config_text(const std::string &path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 && errno == ENOENT)
-    return Config{};
-  return parse_config(fs::read_file(path, kMaxConfigSize), path);
+    return std::nullopt;
+  return fs::read_file(path, kMaxConfigSize);
+}
+
+Config load_config(const std::string &path) {
+  const auto text = read_config_text(path);
+  return text ? parse_config(*text, path) : Config{};
 }
 
 } // namespace gpuslice

@@ -1,5 +1,7 @@
 #include "gpuslice/shim/command_line.hpp"
 
+#include "../fast_path/fast_path.h"
+
 #include <algorithm>
 #include <array>
 #include <optional>
@@ -9,9 +11,6 @@ namespace gpuslice::shim {
 
 namespace {
 
-// Global flags of runc and crun that take a value ("--root R" or "--root=R").
-constexpr std::array<std::string_view, 8> kGlobalWithValue{"--root",     "--log",           "--log-format", "--criu",
-                                                           "--rootless", "--cgroup-manager", "--log-level",  "--debug-log"};
 // create/run flags that take a value.
 constexpr std::array<std::string_view, 5> kCreateWithValue{"--bundle", "-b", "--console-socket", "--pid-file",
                                                            "--preserve-fds"};
@@ -24,15 +23,23 @@ constexpr std::array<std::string_view, 18> kExecWithValue{
 // ps flags that take a value; start, state, pause and resume take none.
 constexpr std::array<std::string_view, 2> kPsWithValue{"--format", "-f"};
 
+// Global flags of runc and crun that take a value ("--root R" or
+// "--root=R"): the fast path's list (it finds the verb the same way).
+struct GlobalFlags {};
+
 template <std::size_t N> bool takes_value(std::string_view flag, const std::array<std::string_view, N> &list) {
   return std::find(list.begin(), list.end(), flag) != list.end();
 }
 
+bool takes_value(std::string_view flag, GlobalFlags) {
+  return gpuslice_fp_global_flag_takes_value(flag.data(), flag.size()) != 0;
+}
+
 // For args[i] a flag of `list` ("--flag value" or "--flag=value"): the flag
 // and its value, advancing i past a separate value. nullopt for other args.
-template <std::size_t N>
+template <typename List>
 std::optional<std::pair<std::string, std::string>> flag_with_value(const std::vector<std::string> &args, std::size_t &i,
-                                                                   const std::array<std::string_view, N> &list) {
+                                                                   const List &list) {
   const std::string &arg = args[i];
   const auto eq = arg.find('=');
   const std::string flag = arg.substr(0, eq);
@@ -59,7 +66,7 @@ CommandLine parse_command_line(int argc, const char *const *argv) {
       ++i;
       break;
     }
-    if (auto fv = flag_with_value(cl.args, i, kGlobalWithValue)) {
+    if (auto fv = flag_with_value(cl.args, i, GlobalFlags{})) {
       if (fv->first == "--log")
         cl.log_path = fv->second;
       else if (fv->first == "--log-format")

@@ -7,6 +7,7 @@
 #include "gpuslice/common/log.hpp"
 
 #include <array>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -54,6 +55,10 @@ std::string config_path();
 
 // Parses TOML text; `origin` names it in errors.
 Config parse_config(const std::string &toml_text, const std::string &origin);
+
+// The text of config file `path`; nullopt when there is none (the
+// defaults), any other failure throws.
+std::optional<std::string> read_config_text(const std::string &path);
 
 // Loads `path`; a missing file gives the defaults, any other failure throws.
 Config load_config(const std::string &path);

@@ -1,0 +1,181 @@
+/* The fast path's decisions (fast_path.h). No C library and no system call:
+ * this runs before glibc has started (entry.c), so it is built freestanding
+ * and a test checks that its object file calls nothing. */
+#include "fast_path.h"
+
+const char gpuslice_fp_global_flags_with_value[] = "--root\0--log\0--log-format\0--criu\0--rootless\0"
+                                                   "--cgroup-manager\0--log-level\0--debug-log\0";
+
+size_t gpuslice_fp_strlen(const char *s) {
+  size_t n = 0;
+  while (s[n])
+    ++n;
+  return n;
+}
+
+int gpuslice_fp_streq(const char *a, const char *b) {
+  while (*a && *a == *b)
+    ++a, ++b;
+  return *a == *b;
+}
+
+static int bytes_equal(const char *a, const char *b, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (a[i] != b[i])
+      return 0;
+  return 1;
+}
+
+int gpuslice_fp_global_flag_takes_value(const char *flag, size_t len) {
+  for (const char *f = gpuslice_fp_global_flags_with_value; *f; f += gpuslice_fp_strlen(f) + 1)
+    if (gpuslice_fp_strlen(f) == len && bytes_equal(f, flag, len))
+      return 1;
+  return 0;
+}
+
+int gpuslice_fp_find_verb(int argc, char *const *argv) {
+  for (int i = 1; i < argc; ++i) {
+    const char *arg = argv[i];
+    if (arg[0] != '-')
+      return i;
+    size_t len = 0;
+    while (arg[len] && arg[len] != '=')
+      ++len;
+    if (gpuslice_fp_global_flag_takes_value(arg, len) && arg[len] != '=')
+      ++i; /* "--root R": R is no verb */
+  }
+  return argc;
+}
+
+enum gpuslice_fp_verb_kind gpuslice_fp_verb_kind(const char *verb) {
+  static const char bundle[] = "create\0run\0";
+  static const char stateful[] = "delete\0exec\0";
+  static const char monitored[] = "start\0state\0ps\0pause\0resume\0";
+  for (const char *v = bundle; *v; v += gpuslice_fp_strlen(v) + 1)
+    if (gpuslice_fp_streq(v, verb))
+      return GPUSLICE_FP_BUNDLE;
+  for (const char *v = stateful; *v; v += gpuslice_fp_strlen(v) + 1)
+    if (gpuslice_fp_streq(v, verb))
+      return GPUSLICE_FP_STATEFUL;
+  for (const char *v = monitored; *v; v += gpuslice_fp_strlen(v) + 1)
+    if (gpuslice_fp_streq(v, verb))
+      return GPUSLICE_FP_MONITORED;
+  return GPUSLICE_FP_PLAIN;
+}
+
+int gpuslice_fp_safe_container_id(const char *id) {
+  const size_t n = gpuslice_fp_strlen(id);
+  if (n == 0 || n > 255 || id[0] == '.')
+    return 0;
+  for (size_t i = 0; i < n; ++i) {
+    const char c = id[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+          c == '-'))
+      return 0;
+  }
+  return 1;
+}
+
+void gpuslice_fp_record_name(const char *s, char out[17]) {
+  unsigned long long h = 14695981039346656037ull;
+  for (; *s; ++s) {
+    h ^= (unsigned char)*s;
+    h *= 1099511628211ull;
+  }
+  for (int i = 15; i >= 0; --i, h >>= 4)
+    out[i] = "0123456789abcdef"[h & 15];
+  out[16] = '\0';
+}
+
+/* The next line of [*p, end), NUL-terminated in place; NULL when no '\n'. */
+static char *take_line(char **p, char *end) {
+  for (char *q = *p; q < end; ++q)
+    if (*q == '\n') {
+      char *line = *p;
+      *q = '\0';
+      *p = q + 1;
+      return line;
+    }
+  return 0;
+}
+
+/* `line` after `prefix`, or NULL. */
+static const char *after(const char *line, const char *prefix) {
+  while (*prefix)
+    if (*line++ != *prefix++)
+      return 0;
+  return line;
+}
+
+/* A decimal without sign or leading zero that fits, up to `stop`. */
+static const char *parse_u64(const char *s, char stop, unsigned long long *out) {
+  unsigned long long v = 0;
+  const char *start = s;
+  for (; *s >= '0' && *s <= '9'; ++s) {
+    const unsigned d = (unsigned)(*s - '0');
+    if (v > (~0ull - d) / 10)
+      return 0;
+    v = v * 10 + d;
+  }
+  if (s == start || *s != stop || (*start == '0' && s - start > 1))
+    return 0;
+  *out = v;
+  return s;
+}
+
+static int absolute(const char *p) { return p && p[0] == '/'; }
+
+int gpuslice_fp_parse_record(char *buf, size_t len, struct gpuslice_fp_record *out) {
+  static const char magic[] = GPUSLICE_FAST_PATH_MAGIC;
+  const size_t magic_len = sizeof magic - 1;
+  if (len < magic_len || !bytes_equal(buf, magic, magic_len))
+    return -1;
+  char *p = buf + magic_len, *end = buf + len;
+  const char *line, *v;
+
+  if (!(line = take_line(&p, end)) || !absolute(out->config_path = after(line, "config ")))
+    return -1;
+  if (!(line = take_line(&p, end)))
+    return -1;
+  if ((v = after(line, "PATH=")))
+    out->path_env = v;
+  else if (gpuslice_fp_streq(line, "PATH unset"))
+    out->path_env = 0;
+  else
+    return -1;
+  if (!(line = take_line(&p, end)) || !absolute(out->runtime = after(line, "runtime ")))
+    return -1;
+  if (!(line = take_line(&p, end)) || !(v = after(line, "runtime-id ")) ||
+      !(v = parse_u64(v, ' ', &out->runtime_dev_major)) || !(v = parse_u64(v + 1, ' ', &out->runtime_dev_minor)) ||
+      !parse_u64(v + 1, '\0', &out->runtime_ino))
+    return -1;
+  if (!(line = take_line(&p, end)) || !absolute(out->state_dir = after(line, "state-dir ")))
+    return -1;
+  if (!(line = take_line(&p, end)) || !(v = after(line, "config-bytes ")))
+    return -1;
+  out->config = p;
+  if (gpuslice_fp_streq(v, "absent")) {
+    out->config_absent = 1;
+    out->config_size = 0;
+    return p == end ? 0 : -1;
+  }
+  unsigned long long size;
+  if (!parse_u64(v, '\0', &size) || size > GPUSLICE_FAST_PATH_MAX_CONFIG || size != (unsigned long long)(end - p))
+    return -1;
+  out->config_absent = 0;
+  out->config_size = (size_t)size;
+  return 0;
+}
+
+int gpuslice_fp_record_matches(const struct gpuslice_fp_record *r, const char *config_path, const char *config,
+                               size_t config_size, const char *path_env) {
+  if (!gpuslice_fp_streq(r->config_path, config_path))
+    return 0;
+  if (!config != !!r->config_absent)
+    return 0;
+  if (config && (config_size != r->config_size || !bytes_equal(config, r->config, config_size)))
+    return 0;
+  if (!path_env != !r->path_env)
+    return 0;
+  return !path_env || gpuslice_fp_streq(path_env, r->path_env);
+}

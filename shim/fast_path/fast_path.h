@@ -1,0 +1,97 @@
+/* gpuslice-runtime's fast path: what it decides before the C library starts.
+ *
+ * Most runtime calls concern containers that asked for no GPU: their start,
+ * state, kill and delete only need the low-level runtime. gpuslice-runtime
+ * is a static glibc program, and on a virtual machine glibc's start-up
+ * (CPUID, each an exit to the hypervisor) costs more than everything else
+ * the wrapper does. So its ELF entry point is entry.c, which runs first,
+ * without the C library, and execs the runtime straight away when it can
+ * prove that the full program would do nothing but that exec. Otherwise it
+ * returns, and glibc's _start runs the full program as if nothing happened.
+ *
+ * What it may rely on is a record the full program wrote (fast_path_cache):
+ * for one config file's exact bytes and one $PATH, the runtime that file
+ * resolves to and its state dir. The full program is the only reader of the
+ * config; the fast path only compares bytes. Everything here is pure (no
+ * system call, no C library) so that it builds into the freestanding entry
+ * and into the unit tests alike. */
+#ifndef GPUSLICE_SHIM_FAST_PATH_H
+#define GPUSLICE_SHIM_FAST_PATH_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Where the full program keeps its records, one per config path (its
+ * FNV-1a name below): root's, on /run so that a boot forgets them. */
+#define GPUSLICE_FAST_PATH_DIR "/run/gpuslice/runtime-fast-path"
+#define GPUSLICE_FAST_PATH_MAGIC "gpuslice-runtime fast path 1\n"
+/* The largest config file whose bytes a record holds; a larger one always
+ * takes the full program. */
+#define GPUSLICE_FAST_PATH_MAX_CONFIG 16384
+/* More arguments than this: the full program (it bounds the stats). */
+#define GPUSLICE_FAST_PATH_MAX_ARGS 64
+
+/* runc's and crun's global flags that take a value ("--root R"), each
+ * NUL-terminated, an empty one last (a string, not an array of pointers: the
+ * entry runs before anything could relocate pointers). The full program's
+ * command line parser reads the same list. */
+extern const char gpuslice_fp_global_flags_with_value[];
+/* Whether `flag` (up to an '=') is one of them. */
+int gpuslice_fp_global_flag_takes_value(const char *flag, size_t len);
+
+enum gpuslice_fp_verb_kind {
+  GPUSLICE_FP_PLAIN,     /* the full program only execs the runtime (kill, list, ...) */
+  GPUSLICE_FP_MONITORED, /* it does more when the container has a monitor (start, state, ps, pause, resume) */
+  GPUSLICE_FP_STATEFUL,  /* it does more when the container has gpuslice state (delete, exec) */
+  GPUSLICE_FP_BUNDLE     /* create, run: always the full program */
+};
+enum gpuslice_fp_verb_kind gpuslice_fp_verb_kind(const char *verb);
+
+/* Index in argv of the verb (as shim/command_line.cpp finds it), or argc. */
+int gpuslice_fp_find_verb(int argc, char *const *argv);
+
+/* The file in a container's state dir that says it has a monitor
+ * (shim::kMonitorArgsFile). */
+#define GPUSLICE_FP_MONITOR_ARGS "monitor-args"
+
+/* state::is_safe_container_id: only such names can have a state dir. */
+int gpuslice_fp_safe_container_id(const char *id);
+
+/* 16 lower-case hex digits of FNV-1a 64 of `s`, and a NUL, into out[17]:
+ * the record's file name for config path `s`. */
+void gpuslice_fp_record_name(const char *s, char out[17]);
+
+/* A record, parsed: pointers into the buffer given (lines NUL-terminated in
+ * place), the config's bytes last. */
+struct gpuslice_fp_record {
+  const char *config_path;
+  int config_absent;       /* the full program found no file there */
+  const char *path_env;    /* NULL: $PATH was unset */
+  const char *runtime;     /* absolute */
+  unsigned long long runtime_dev_major, runtime_dev_minor, runtime_ino;
+  const char *state_dir;   /* absolute, clean */
+  const char *config;      /* its bytes, config_size of them */
+  size_t config_size;
+};
+
+/* Parses buf[0..len) (modified in place; buf[len] must be writable). 0 on
+ * success, -1 on anything not exactly the format fast_path_cache writes. */
+int gpuslice_fp_parse_record(char *buf, size_t len, struct gpuslice_fp_record *out);
+
+/* Whether the record was written for this config path, these config bytes
+ * (config == NULL: no file there) and this $PATH (NULL: unset). */
+int gpuslice_fp_record_matches(const struct gpuslice_fp_record *r, const char *config_path, const char *config,
+                               size_t config_size, const char *path_env);
+
+/* Small string helpers of the freestanding code (no C library there). */
+size_t gpuslice_fp_strlen(const char *s);
+int gpuslice_fp_streq(const char *a, const char *b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

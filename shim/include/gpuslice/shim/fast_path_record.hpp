@@ -1,0 +1,32 @@
+// The record gpuslice-runtime's fast path relies on (shim/fast_path/
+// fast_path.h): the full program, the only one that parses the config,
+// writes down what one config file's exact bytes and one $PATH resolve to,
+// so that the entry can exec the runtime without starting the C library.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace gpuslice::shim {
+
+struct FastPathFacts {
+  std::string config_path;
+  std::optional<std::string> config_text; // nullopt: no file there (the defaults)
+  std::optional<std::string> path_env;    // nullopt: $PATH unset
+  std::string runtime;                    // what find_runtime chose
+  unsigned long long runtime_dev_major = 0, runtime_dev_minor = 0, runtime_ino = 0;
+  std::string state_dir; // the config's
+};
+
+// The record's bytes; nullopt when the fast path could not use one (a
+// relative path, a newline in a value, a config too large to hold).
+std::optional<std::string> fast_path_record(const FastPathFacts &facts);
+
+// Saves the record of this run (the config as read, the runtime found, this
+// process's $PATH) into `dir`, unless the same is there already. Root only.
+// Best effort, and silent: the fast path is an optimisation, and a failure
+// here only costs the next calls their speed.
+void save_fast_path_record(const std::string &config_path, const std::optional<std::string> &config_text,
+                           const std::string &runtime, const std::string &state_dir, const std::string &dir);
+
+} // namespace gpuslice::shim

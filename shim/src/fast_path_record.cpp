@@ -1,0 +1,107 @@
+#include "gpuslice/shim/fast_path_record.hpp"
+
+#include "../fast_path/fast_path.h"
+#include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/fd.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace gpuslice::shim {
+
+namespace {
+
+bool one_line(const std::string &s) { return s.find('\n') == std::string::npos && s.find('\0') == std::string::npos; }
+
+// Root's and writable by root alone: all the entry trusts.
+bool root_only(const struct stat &st) { return st.st_uid == 0 && (st.st_mode & 022) == 0; }
+
+// The record at `name` under `dir`, when it is one the entry would read and
+// of at most `max` bytes.
+std::optional<std::string> read_record(int dir, const std::string &name, std::size_t max) {
+  UniqueFd fd(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || !root_only(st) ||
+      static_cast<std::size_t>(st.st_size) > max)
+    return std::nullopt;
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  const ssize_t n = ::read(fd.get(), text.data(), text.size());
+  if (n != st.st_size)
+    return std::nullopt;
+  return text;
+}
+
+bool write_all(int fd, const std::string &data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+} // namespace
+
+std::optional<std::string> fast_path_record(const FastPathFacts &f) {
+  const std::string state_dir = fs::is_absolute(f.state_dir) ? fs::clean_path(f.state_dir) : std::string();
+  if (!fs::is_absolute(f.config_path) || !fs::is_absolute(f.runtime) || state_dir.empty() ||
+      !one_line(f.config_path) || !one_line(f.runtime) || !one_line(state_dir) || (f.path_env && !one_line(*f.path_env)))
+    return std::nullopt;
+  if (f.config_text && f.config_text->size() > GPUSLICE_FAST_PATH_MAX_CONFIG)
+    return std::nullopt;
+  std::string r = GPUSLICE_FAST_PATH_MAGIC;
+  r += "config " + f.config_path + "\n";
+  r += f.path_env ? "PATH=" + *f.path_env + "\n" : std::string("PATH unset\n");
+  r += "runtime " + f.runtime + "\n";
+  r += "runtime-id " + std::to_string(f.runtime_dev_major) + " " + std::to_string(f.runtime_dev_minor) + " " +
+       std::to_string(f.runtime_ino) + "\n";
+  r += "state-dir " + state_dir + "\n";
+  r += f.config_text ? "config-bytes " + std::to_string(f.config_text->size()) + "\n" + *f.config_text
+                     : std::string("config-bytes absent\n");
+  return r;
+}
+
+void save_fast_path_record(const std::string &config_path, const std::optional<std::string> &config_text,
+                           const std::string &runtime, const std::string &state_dir, const std::string &dir) {
+  if (::geteuid() != 0)
+    return;
+  struct stat st {};
+  if (::stat(runtime.c_str(), &st) != 0)
+    return;
+  FastPathFacts facts{config_path, config_text, std::nullopt, runtime, major(st.st_dev), minor(st.st_dev),
+                      st.st_ino, state_dir};
+  if (const char *path = std::getenv("PATH"))
+    facts.path_env = path;
+  const auto record = fast_path_record(facts);
+  if (!record)
+    return;
+  char name[17];
+  gpuslice_fp_record_name(config_path.c_str(), name);
+
+  // The entry trusts only a directory and file of root's that no one else
+  // can write: made so here, and one made otherwise is left alone.
+  ::mkdir(fs::dirname(dir).c_str(), 0700);
+  ::mkdir(dir.c_str(), 0700);
+  UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir_fd || ::fstat(dir_fd.get(), &st) != 0 || !root_only(st))
+    return;
+  if (read_record(dir_fd.get(), name, record->size()) == record)
+    return;
+  const std::string temporary = std::string(name) + ".tmp." + std::to_string(::getpid());
+  UniqueFd out(::openat(dir_fd.get(), temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!out)
+    return;
+  const bool written = write_all(out.get(), *record) && ::close(out.release()) == 0;
+  if (!written || ::renameat(dir_fd.get(), temporary.c_str(), dir_fd.get(), name) != 0)
+    ::unlinkat(dir_fd.get(), temporary.c_str(), 0);
+}
+
+} // namespace gpuslice::shim

@@ -1,0 +1,207 @@
+"""gpuslice-runtime's fast path (shim/fast_path/): before the C library
+starts, it execs the low-level runtime when the record the full program
+saved shows that the full program would do nothing else.
+
+Which path a call took is read from strace: after the wrapper's execve, the
+full program's first system call is glibc's arch_prctl; the fast path's is
+the execve of the runtime. Every test runs under runc and crun.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+from pathlib import Path
+
+import pytest
+
+import ocitest
+
+ANNOTATION = "cdi.k8s.io/gpuslice-test"
+RECORD_DIR = Path("/run/gpuslice/runtime-fast-path")
+
+pytestmark = pytest.mark.gpuslice
+
+
+def record_name(config_path: str) -> str:
+    """FNV-1a 64 of the config path, as shim/fast_path/fast_path.c names it."""
+    h = 0xcbf29ce484222325
+    for b in config_path.encode():
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+def record_of(rt: ocitest.Runtime) -> Path:
+    return RECORD_DIR / record_name(rt.env["GPUSLICE_CONFIG"])
+
+
+def path_taken(rt: ocitest.Runtime, log: Path, *args: str, env: dict | None = None, prefix: tuple = ()) -> tuple[str, subprocess.CompletedProcess]:
+    """("fast" or "full", the call) for `rt` called with args under strace."""
+    wrapper = rt.argv[0]
+    p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=execve,arch_prctl", "-o", str(log), *prefix, *rt.cmd(*args)],
+                       env=rt.env if env is None else env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=60)
+    events = [line.split(None, 1) for line in log.read_text().splitlines()]
+    start = next(i for i, (_, call) in enumerate(events) if call.startswith(f'execve("{wrapper}"') and "= 0" in call)
+    pid = events[start][0]
+    after = next(call for who, call in events[start + 1:] if who == pid)
+    if after.startswith("arch_prctl("):
+        return "full", p
+    assert after.startswith(f'execve("{rt.lowlevel.argv[0]}"'), events
+    return "fast", p
+
+
+def assert_took(expected: str, rt: ocitest.Runtime, log: Path, *args: str, **kw) -> subprocess.CompletedProcess:
+    taken, p = path_taken(rt, log, *args, **kw)
+    assert p.returncode == 0, p.stderr
+    assert taken == expected, f"{' '.join(args)} took the {taken} path: {p.stderr}"
+    return p
+
+
+def created_for_the_fast_path(rt: ocitest.Runtime, log: Path, bundle: ocitest.Bundle, cid: str) -> None:
+    """`cid` created without request (the full program saves the record),
+    then seen on the fast path."""
+    bundle.shell("exit 0")
+    bundle.write()
+    rt.create(bundle, cid)
+    assert_took("fast", rt, log, "state", cid)
+
+
+@pytest.fixture
+def fresh_record(gpuslice_runtime):
+    """No record of this config yet (config paths are per test)."""
+    record = record_of(gpuslice_runtime)
+    record.unlink(missing_ok=True)
+    yield record
+    record.unlink(missing_ok=True)
+
+
+def test_container_without_request_starts_and_ends_on_the_fast_path(gpuslice_runtime, fresh_record, bundle, cid,
+                                                                   gpuslice_state_dir, test_tmp):
+    rt, log = gpuslice_runtime, test_tmp / "strace.log"
+    bundle.shell("echo fast; exit 3")
+    bundle.write()
+    assert not fresh_record.exists()
+    rt.create(bundle, cid)  # always the full program, which saves the record
+    st = fresh_record.stat()
+    assert (st.st_uid, st.st_mode & 0o777) == (0, 0o600)
+    config = Path(rt.env["GPUSLICE_CONFIG"]).read_bytes()
+    record = fresh_record.read_bytes()
+    assert record.endswith(b"\nconfig-bytes %d\n" % len(config) + config), record
+    assert f"\nruntime {rt.lowlevel.argv[0]}\n".encode() in record, record
+    assert f"\nstate-dir {gpuslice_state_dir}\n".encode() in record, record
+
+    pid = int((bundle.path / f"{cid}.pid").read_text())
+    assert '"status": "created"' in assert_took("fast", rt, log, "state", cid).stdout
+    assert_took("fast", rt, log, "start", cid)
+    assert ocitest.wait_pid(pid, 30) == 3
+    assert_took("fast", rt, log, "delete", cid)
+    assert rt.list_ids() == []
+    assert (bundle.path / f"{cid}.out").read_text() == "fast\n"
+    assert not (gpuslice_state_dir / "containers" / cid).exists()
+
+
+def test_containers_with_state_or_a_monitor_are_left_to_the_full_program(gpuslice_runtime, fresh_record, bundle,
+                                                                         fake_gpu, cid, gpuslice_state_dir, test_tmp):
+    rt, log = gpuslice_runtime, test_tmp / "strace.log"
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.shell("sleep 2")
+    bundle.write()
+    rt.create(bundle, cid)
+    state_dir = gpuslice_state_dir / "containers" / cid
+    assert state_dir.is_dir()
+    assert fresh_record.exists()
+    pid = int((bundle.path / f"{cid}.pid").read_text())
+    # devices without limits: no monitor to start again
+    assert_took("fast", rt, log, "state", cid)
+    assert_took("fast", rt, log, "start", cid)
+    # exec gets the container's CDI env; the id after flags is still found
+    process = test_tmp / "process.json"
+    process.write_text(json.dumps({"args": ["true"], "cwd": "/", "env": ["PATH=/bin"], "user": {"uid": 0, "gid": 0}}))
+    assert_took("full", rt, log, "exec", "--process", str(process), cid)
+    assert "GPUSLICE_FAKE_DRIVER=1" in process.read_text()
+    # a container with a monitor: `state` may have to start it again
+    (state_dir / "monitor-args").write_bytes(b"")
+    assert_took("full", rt, log, "state", cid)
+    (state_dir / "monitor-args").unlink()
+    # a verb the full program only passes on stays fast
+    assert_took("fast", rt, log, "list")
+    assert ocitest.wait_pid(pid, 30) == 0
+    assert_took("full", rt, log, "delete", cid)
+    assert not state_dir.exists()
+    assert rt.list_ids() == []
+
+
+def test_any_change_of_config_or_path_goes_through_the_full_program(gpuslice_runtime, fresh_record, bundle, cid,
+                                                                    test_tmp):
+    rt, log = gpuslice_runtime, test_tmp / "strace.log"
+    created_for_the_fast_path(rt, log, bundle, cid)
+    config = Path(rt.env["GPUSLICE_CONFIG"])
+    config.write_bytes(config.read_bytes() + b"# one more comment\n")
+    assert_took("full", rt, log, "state", cid)
+    assert fresh_record.read_bytes().endswith(b"# one more comment\n")  # saved again: fast from now on
+    assert_took("fast", rt, log, "state", cid)
+    other_path = dict(rt.env, PATH="/usr/sbin:/usr/bin:/sbin:/bin:/nonexistent")
+    assert_took("full", rt, log, "state", cid, env=other_path)
+    # not for a process that is not root's
+    taken, _ = path_taken(rt, log, "state", cid, prefix=("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"))
+    assert taken == "full"
+    rt.delete(cid)
+
+
+def test_only_a_record_of_roots_that_names_the_same_runtime_is_trusted(gpuslice_runtime, fresh_record, bundle, cid,
+                                                                         test_tmp):
+    rt, log = gpuslice_runtime, test_tmp / "strace.log"
+    created_for_the_fast_path(rt, log, bundle, cid)
+
+    os.chmod(fresh_record, 0o620)
+    assert_took("full", rt, log, "state", cid)
+    assert fresh_record.stat().st_mode & 0o777 == 0o600  # saved anew
+    os.chown(fresh_record, 65534, 0)
+    assert_took("full", rt, log, "state", cid)
+    assert fresh_record.stat().st_uid == 0
+    assert_took("fast", rt, log, "state", cid)
+
+    # a record naming another program under the runtime's identity
+    lines = fresh_record.read_bytes().split(b"\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith(b"runtime "))
+    lines[at] = b"runtime " + shutil.which("true").encode()
+    fresh_record.write_bytes(b"\n".join(lines))
+    p = assert_took("full", rt, log, "state", cid)
+    assert '"status": "created"' in p.stdout
+
+    # a record directory others could write to
+    mode = RECORD_DIR.stat().st_mode & 0o7777
+    try:
+        os.chmod(RECORD_DIR, 0o777)
+        assert_took("full", rt, log, "state", cid)
+        assert_took("full", rt, log, "state", cid)  # and none saved there
+    finally:
+        os.chmod(RECORD_DIR, mode)
+    assert_took("fast", rt, log, "state", cid)
+    rt.delete(cid)
+
+
+def test_a_replaced_runtime_goes_through_the_full_program(gpuslice_runtime, bundle, cid, test_tmp):
+    log = test_tmp / "strace.log"
+    copy = test_tmp / "bin" / Path(gpuslice_runtime.lowlevel.argv[0]).name
+    copy.parent.mkdir()
+    shutil.copy2(gpuslice_runtime.lowlevel.argv[0], copy)
+    config = test_tmp / "copy.toml"
+    config.write_text(Path(gpuslice_runtime.env["GPUSLICE_CONFIG"]).read_text()
+                      .replace(f'"{gpuslice_runtime.lowlevel.argv[0]}"', f'"{copy}"'))
+    lowlevel = ocitest.Runtime(f"copy of {gpuslice_runtime.lowlevel.name}", [str(copy)], gpuslice_runtime.root)
+    rt = ocitest.Runtime("gpuslice+copy", gpuslice_runtime.argv, gpuslice_runtime.root,
+                         env=dict(gpuslice_runtime.env, GPUSLICE_CONFIG=str(config)), lowlevel=lowlevel)
+    record = record_of(rt)
+    try:
+        created_for_the_fast_path(rt, log, bundle, cid)
+        shutil.copy2(copy, copy.with_name("new"))
+        os.replace(copy.with_name("new"), copy)  # the same path, another file
+        assert_took("full", rt, log, "state", cid)
+        assert_took("fast", rt, log, "state", cid)
+        rt.delete(cid)
+    finally:
+        record.unlink(missing_ok=True)

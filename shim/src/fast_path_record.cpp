@@ -1,6 +1,7 @@
 #include "gpuslice/shim/fast_path_record.hpp"
 
 #include "../fast_path/fast_path.h"
+#include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/fd.hpp"
 
@@ -28,24 +29,11 @@ std::optional<std::string> read_record(int dir, const std::string &name, std::si
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || !root_only(st) ||
       static_cast<std::size_t>(st.st_size) > max)
     return std::nullopt;
-  std::string text(static_cast<std::size_t>(st.st_size), '\0');
-  const ssize_t n = ::read(fd.get(), text.data(), text.size());
-  if (n != st.st_size)
+  try {
+    return fs::read_fd(fd.get(), name, max);
+  } catch (const Error &) {
     return std::nullopt;
-  return text;
-}
-
-bool write_all(int fd, const std::string &data) {
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    done += static_cast<std::size_t>(n);
   }
-  return true;
 }
 
 } // namespace
@@ -95,13 +83,11 @@ void save_fast_path_record(const std::string &config_path, const std::optional<s
     return;
   if (read_record(dir_fd.get(), name, record->size()) == record)
     return;
-  const std::string temporary = std::string(name) + ".tmp." + std::to_string(::getpid());
-  UniqueFd out(::openat(dir_fd.get(), temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!out)
-    return;
-  const bool written = write_all(out.get(), *record) && ::close(out.release()) == 0;
-  if (!written || ::renameat(dir_fd.get(), temporary.c_str(), dir_fd.get(), name) != 0)
-    ::unlinkat(dir_fd.get(), temporary.c_str(), 0);
+  try {
+    // rename only, no fsync: a record does not outlive the boot (/run)
+    fs::write_file_atomic(dir + "/" + name, *record, 0600, fs::Durability::atomic);
+  } catch (const Error &) {
+  }
 }
 
 } // namespace gpuslice::shim

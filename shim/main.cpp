@@ -46,7 +46,7 @@ int fail(const shim::CommandLine &cl, const Config &config, const std::string &m
   shim::write_runtime_log(cl.log_path, cl.log_format, "gpuslice: " + message);
   start_logging(config);
   spdlog::error("{}", message);
-  spdlog::shutdown();
+  log::flush();
   return 1;
 }
 
@@ -94,12 +94,12 @@ int run(shim::CommandLine &cl) {
       if (auto restarted = shim::restart_monitor_if_gone(config, cl.container_id)) {
         start_logging(config);
         spdlog::warn("{}", *restarted);
-        spdlog::shutdown(); // flushed before the exec
+        log::flush(); // before the exec
       }
     } catch (const Error &e) {
       start_logging(config);
       spdlog::error("{}", e.message());
-      spdlog::shutdown();
+      log::flush();
     }
   }
 
@@ -130,7 +130,7 @@ int run(shim::CommandLine &cl) {
         for (const auto &d : edit.devices)
           devices += (devices.empty() ? "" : ",") + d;
         spdlog::info("container {}: injected {}{}", cl.container_id, devices, edit.shared ? " with GPU limits" : "");
-        spdlog::shutdown();
+        log::flush();
       }
     } catch (const Error &e) {
       return fail(cl, config, "cannot create container " + quote(cl.container_id) + ": " + e.message());

@@ -32,4 +32,9 @@ void setup(const std::string &program, const Options &options) {
   spdlog::set_default_logger(logger);
 }
 
+void flush() {
+  if (auto *logger = spdlog::default_logger_raw())
+    logger->flush();
+}
+
 } // namespace gpuslice::log

@@ -15,7 +15,7 @@ namespace {
 int init_pid_from(const std::string &pid_file) {
   const auto pid = sharing::read_pid_file(pid_file);
   if (!pid)
-    throw Error("runc's pid file " + quote(pid_file) + " is missing or holds no pid");
+    throw Error("the runtime's pid file " + quote(pid_file) + " is missing or holds no pid");
   return *pid;
 }
 

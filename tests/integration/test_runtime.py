@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import ocitest
+from conftest import RUNTIMES, tool, write_gpuslice_config
 
 ENXIO = os.strerror(6)   # "No such device or address": the node reached the (absent) driver
 EPERM = os.strerror(1)   # "Operation not permitted": the device cgroup said no
@@ -229,6 +230,43 @@ def test_gpuslice_failed_runc_create_leaves_no_state(gpuslice_runtime, bundle, f
     bundle.write()
     p = gpuslice_runtime.create(bundle, cid, check=False)
     assert p.returncode != 0
+    containers = gpuslice_state_dir / "containers"
+    assert not containers.exists() or list(containers.iterdir()) == []
+    assert gpuslice_runtime.list_ids() == []
+
+
+@pytest.mark.gpuslice
+def test_gpuslice_error_after_injection_is_reported(request, gpuslice_runtime, gpuslice_config, bundle, fake_gpu,
+                                                    gpuslice_state_dir, runtime_name, test_tmp, cid):
+    """An error after the devices were injected (and logged) is still one
+    clean failure: the low-level runtime here runs runc and then loses the
+    pid file gpuslice-runtime asked for, so the init cannot be recorded. The
+    wrapper exits 1 (it once died of SIGSEGV, logging through a logger it
+    had already shut down), says why on stderr and in its log, deletes the
+    container again and leaves no state."""
+    lowlevel = test_tmp / "loses-pid-file.sh"
+    lowlevel.write_text("#!/bin/sh\n"
+                        f"{tool(RUNTIMES[runtime_name])} \"$@\"\n"
+                        "rc=$?\n"
+                        'prev=\n'
+                        'for a in "$@"; do\n'
+                        '  case "$prev" in --pid-file) rm -f "$a";; esac\n'
+                        '  case "$a" in --pid-file=*) rm -f "${a#--pid-file=}";; esac\n'
+                        '  prev=$a\n'
+                        'done\n'
+                        "exit $rc\n")
+    lowlevel.chmod(0o755)
+    log_dir = test_tmp / "gpuslice-log"
+    write_gpuslice_config(gpuslice_config, [fake_gpu.spec_dir], str(lowlevel),
+                          request.config.getoption("--gpuslice-hook"), gpuslice_state_dir, log_dir)
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.write()
+    p = gpuslice_runtime.create(bundle, cid, check=False)
+    assert p.returncode == 1, (p.returncode, p.stderr)
+    assert f'cannot record the init of container "{cid}" (deleted again)' in p.stderr, p.stderr
+    log = (log_dir / "gpuslice-runtime.log").read_text()
+    assert f"container {cid}: injected {fake_gpu.qualified('0')}" in log, log
+    assert "error: cannot record the init" in log, log
     containers = gpuslice_state_dir / "containers"
     assert not containers.exists() or list(containers.iterdir()) == []
     assert gpuslice_runtime.list_ids() == []

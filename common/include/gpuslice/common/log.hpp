@@ -20,4 +20,9 @@ struct Options {
 // container over a log file would be worse than losing its info lines.
 void setup(const std::string &program, const Options &options);
 
+// Writes out what the default logger holds, before an exec or an exit. Not
+// spdlog::shutdown(): that drops the default logger, and a later line (an
+// error after an info) would then go through a null logger.
+void flush();
+
 } // namespace gpuslice::log

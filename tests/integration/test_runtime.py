@@ -273,6 +273,57 @@ def test_gpuslice_error_after_injection_is_reported(request, gpuslice_runtime, g
 
 
 @pytest.mark.gpuslice
+def test_gpuslice_runtime_child_gets_open_signals_and_dies_with_the_wrapper(request, gpuslice_runtime, gpuslice_config,
+                                                                           bundle, fake_gpu, gpuslice_state_dir,
+                                                                           test_tmp, cid):
+    """The low-level runtime a create runs as a child starts with no signal
+    blocked (the wrapper blocks them all while the child borrows its
+    memory) and is killed when the wrapper is: a create whose caller gave up
+    (containerd's timeout, kill -9) must not finish unseen."""
+    pid_file = test_tmp / "runtime.pid"
+    blocked = test_tmp / "runtime.sigblk"
+    lowlevel = test_tmp / "slow-runtime.sh"
+    # Python, not sh: dash clears the signal mask it starts with.
+    lowlevel.write_text("#!/usr/bin/python3\n"
+                        "import os, time\n"
+                        "status = open('/proc/self/status').read().splitlines()\n"
+                        f"open({str(blocked)!r}, 'w').write([l for l in status if l.startswith('SigBlk:')][0])\n"
+                        f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                        "time.sleep(60)\n")
+    lowlevel.chmod(0o755)
+    write_gpuslice_config(gpuslice_config, [fake_gpu.spec_dir], str(lowlevel),
+                          request.config.getoption("--gpuslice-hook"), gpuslice_state_dir, test_tmp / "gpuslice-log")
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.write()
+    ocitest.become_subreaper()  # the orphaned runtime is reaped here, not left a zombie of init
+    wrapper = subprocess.Popen(gpuslice_runtime.cmd("create", "--bundle", str(bundle.path), cid),
+                               env=gpuslice_runtime.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        assert ocitest.eventually(lambda: pid_file.exists() and pid_file.read_text().strip() != ""), "runtime not started"
+        child = int(pid_file.read_text())
+        assert blocked.read_text().split() == ["SigBlk:", "0" * 16]
+        assert wrapper.poll() is None, "the wrapper must wait for its runtime"
+        wrapper.kill()
+        wrapper.wait(10)
+
+        def gone() -> bool:
+            try:
+                os.waitpid(child, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            try:
+                return Path(f"/proc/{child}/stat").read_text().split(")")[-1].split()[0] == "Z"
+            except FileNotFoundError:
+                return True
+        assert ocitest.eventually(gone, 10), f"runtime {child} outlived the wrapper"
+    finally:
+        if wrapper.poll() is None:
+            wrapper.kill()
+            wrapper.wait(10)
+
+
+@pytest.mark.gpuslice
 def test_gpuslice_hook_state_dir(gpuslice_runtime, bundle, fake_gpu, gpuslice_state_dir, cid):
     """gpuslice-hook's createRuntime makes <state-dir>/containers/<id>/ (root,
     0700), its poststop removes it; state-dir comes from the same config."""

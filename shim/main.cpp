@@ -7,7 +7,8 @@
 // other verb (and a container that asks for no device) is an exec of the
 // low-level runtime with the arguments untouched. Those execs mostly happen
 // before main, in the fast path (fast_path/entry.c), when a record this
-// program saved shows it would do nothing else.
+// program saved shows it would do nothing else; so does the delete of a
+// container with devices and no limits (its state dir holds only plain files).
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"

@@ -2,7 +2,9 @@
  * before the C library starts. It reads only the kernel's initial stack and
  * makes raw system calls; on every doubt it closes what it opened, leaves
  * the stack as it found it and jumps to glibc's _start, so the full program
- * runs exactly as if this did not exist.
+ * runs exactly as if this did not exist. One call it finishes itself: the
+ * delete of a live container with devices and no limits (delete_plain),
+ * whose runtime it runs as a child before removing the state dir.
  *
  * Built freestanding: no stack protector (its canary lives in TLS, which
  * glibc has not set up), no call the compiler might invent (memcpy, strlen:
@@ -142,31 +144,169 @@ static char *append(char *p, const char *s) {
   return p;
 }
 
+/* 1 when container `id` has a state dir (or may have: an error counts as
+ * one), 0 when it has none; with `monitor`, whether it has a monitor. */
+static int has_state(const char *state_dir, const char *id, int monitor) {
+  static const char containers[] = "/containers/", monitor_args[] = "/" GPUSLICE_FP_MONITOR_ARGS;
+  if (!gpuslice_fp_safe_container_id(id))
+    return 0; /* never a state dir's name (state::container_dir_exists) */
+  if (gpuslice_fp_strlen(state_dir) + sizeof containers + 256 + sizeof monitor_args > sizeof state_path)
+    return 1;
+  char *const end = append(append(append(state_path, state_dir), containers), id);
+  struct statx st;
+  const long rc = sys_statx(AT_FDCWD, state_path, AT_SYMLINK_NOFOLLOW, &st);
+  if (rc == -ENOENT)
+    return 0;
+  if (rc != 0 || !monitor)
+    return 1;
+  append(end, monitor_args);
+  return sys_statx(AT_FDCWD, state_path, AT_SYMLINK_NOFOLLOW, &st) != -ENOENT;
+}
+
 /* Whether any argument after the verb could name a container for which the
  * full program would do more than exec the runtime (anything its parser
  * might take for the id is looked at): one with a state dir for delete and
- * exec, one with a monitor for the others. An error counts as a yes. */
-static int needs_full_program(int argc, char **argv, int verb, enum gpuslice_fp_verb_kind kind,
+ * exec, one with a monitor for the others. Arguments from `skip` on are
+ * not looked at. */
+static int needs_full_program(int verb, int skip, char **argv, enum gpuslice_fp_verb_kind kind,
                               const char *state_dir) {
-  static const char containers[] = "/containers/", monitor[] = "/" GPUSLICE_FP_MONITOR_ARGS;
-  if (gpuslice_fp_strlen(state_dir) + sizeof containers + 256 + sizeof monitor > sizeof state_path)
-    return 1;
-  char *const ids = append(append(state_path, state_dir), containers);
-  for (int i = verb + 1; i < argc; ++i) {
-    if (!gpuslice_fp_safe_container_id(argv[i]))
-      continue; /* never a state dir's name (state::container_dir_exists) */
-    char *const end = append(ids, argv[i]);
-    struct statx st;
-    long rc = sys_statx(AT_FDCWD, state_path, AT_SYMLINK_NOFOLLOW, &st);
-    if (rc == -ENOENT)
-      continue;
-    if (rc != 0 || kind == GPUSLICE_FP_STATEFUL)
+  for (int i = verb + 1; i < skip; ++i)
+    if (has_state(state_dir, argv[i], kind != GPUSLICE_FP_STATEFUL))
       return 1;
-    append(end, monitor);
-    if (sys_statx(AT_FDCWD, state_path, AT_SYMLINK_NOFOLLOW, &st) != -ENOENT)
-      return 1;
-  }
   return 0;
+}
+
+/* ---- delete of a container with devices and no limits ------------------
+ * What shim::delete_with_state does, for a state dir that holds only the
+ * files of gpuslice_fp_plain_state_file: a container whose init has ended
+ * loses its dir first and the runtime is exec'd; a live one's runtime runs
+ * as a child, and the dir goes once the runtime said yes and the init is
+ * gone (the same id may be a live container's under another --root). */
+
+struct linux_dirent64 {
+  unsigned long long d_ino;
+  long long d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[];
+};
+
+static char dents_buf[4096];
+static char small_buf[4096];
+
+/* Whether every entry of directory `dir` is a plain state file. */
+static int holds_only_plain_files(int dir) {
+  for (;;) {
+    const long n = sys_call(__NR_getdents64, dir, (long)dents_buf, sizeof dents_buf, 0, 0);
+    if (n == 0)
+      return 1;
+    if (n < 0)
+      return 0;
+    for (long at = 0; at < n;) {
+      const struct linux_dirent64 *d = (const struct linux_dirent64 *)(dents_buf + at);
+      const char *name = d->d_name;
+      if (!gpuslice_fp_streq(name, ".") && !gpuslice_fp_streq(name, "..") &&
+          !(d->d_type == 8 /* DT_REG */ && gpuslice_fp_plain_state_file(name)))
+        return 0;
+      at += d->d_reclen;
+    }
+  }
+}
+
+/* 1: the init the dir records runs; 0: it has ended; -1: unknown. */
+static int init_runs(int dir) {
+  const int fd = sys_openat(dir, GPUSLICE_FP_INIT_RECORD, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  long len = read_all(fd, small_buf, 64);
+  sys_close(fd);
+  unsigned long long pid, start, now;
+  if (len < 0 || gpuslice_fp_parse_init_record(small_buf, (size_t)len, &pid, &start) != 0)
+    return -1;
+  char path[32], digits[24]; /* no initializer: the compiler may make one a memset call */
+  int nd = 0;
+  do
+    digits[nd++] = (char)('0' + pid % 10);
+  while ((pid /= 10) != 0);
+  char *p = append(path, "/proc/");
+  while (nd)
+    *p++ = digits[--nd];
+  append(p, "/stat");
+  const int stat = sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+  if (stat == -ENOENT || stat == -ESRCH)
+    return 0;
+  if (stat < 0)
+    return -1;
+  len = read_all(stat, small_buf, sizeof small_buf - 1);
+  sys_close(stat);
+  if (len < 0)
+    return -1;
+  const int runs = gpuslice_fp_proc_stat_start(small_buf, (size_t)len, &now);
+  if (runs <= 0)
+    return runs;
+  return now == start ? 1 : 0; /* another process under a reused pid */
+}
+
+/* Removes the plain files of `dir` and then `id` from `containers`; a file
+ * that appeared meanwhile keeps the dir (collected with the stale ones). */
+static void remove_plain_dir(int containers, int dir, const char *id) {
+  for (const char *f = gpuslice_fp_plain_state_files(); *f; f += gpuslice_fp_strlen(f) + 1)
+    sys_call(__NR_unlinkat, dir, (long)f, 0, 0, 0);
+  sys_call(__NR_unlinkat, containers, (long)id, AT_REMOVEDIR, 0, 0);
+}
+
+static __attribute__((noreturn)) void sys_exit(int code) {
+  for (;;)
+    sys_call(__NR_exit_group, code, 0, 0, 0, 0);
+}
+
+/* The delete of `id`, whose state dir is plain: returns (everything closed)
+ * only when the full program is to run instead. */
+static void delete_plain(char **argv, char **envp, const char *runtime, const char *state_dir, const char *id) {
+  static const char containers_dir[] = "/containers";
+  if (gpuslice_fp_strlen(state_dir) + sizeof containers_dir > sizeof state_path)
+    return;
+  append(append(state_path, state_dir), containers_dir);
+  struct statx st;
+  const int containers = sys_openat(AT_FDCWD, state_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (containers < 0)
+    return;
+  const int dir = sys_openat(containers, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int runs = -1;
+  if (dir >= 0 && sys_statx(dir, "", AT_EMPTY_PATH, &st) == 0 && root_only(&st) && holds_only_plain_files(dir))
+    runs = init_runs(dir);
+  if (runs < 0) {
+    if (dir >= 0)
+      sys_close(dir);
+    sys_close(containers);
+    return;
+  }
+  if (runs == 0) { /* a stale dir goes first, whatever the runtime says */
+    remove_plain_dir(containers, dir, id);
+    sys_close(dir);
+    sys_close(containers);
+    sys_call(__NR_execve, (long)runtime, (long)argv, (long)envp, 0, 0);
+    return; /* not executable after all: the full program says why */
+  }
+  /* fork (SIGCHLD is 17): this process has touched next to nothing yet */
+  const long child = sys_call(__NR_clone, 17, 0, 0, 0, 0);
+  if (child == 0) {
+    sys_call(__NR_execve, (long)runtime, (long)argv, (long)envp, 0, 0);
+    sys_exit(127);
+  }
+  if (child < 0) {
+    sys_close(dir);
+    sys_close(containers);
+    return;
+  }
+  int status = 0;
+  long rc;
+  while ((rc = sys_call(__NR_wait4, child, (long)&status, 0, 0, 0)) == -EINTR)
+    ;
+  const int code = rc != child ? 1 : (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f);
+  if (rc == child && code == 0 && init_runs(dir) == 0)
+    remove_plain_dir(containers, dir, id);
+  sys_exit(code);
 }
 
 __attribute__((visibility("hidden"), used)) void gpuslice_fast_path(long *sp);
@@ -201,7 +341,11 @@ void gpuslice_fast_path(long *sp) {
   if (config < 0 ||
       !gpuslice_fp_record_matches(&r, config_path, config ? config_buf : 0, (size_t)config_len, env_value(envp, "PATH")))
     return;
-  if (kind != GPUSLICE_FP_PLAIN && needs_full_program(argc, argv, verb, kind, r.state_dir))
+  /* A delete whose container (the last argument, runc's and crun's place
+   * for it) is the only one with a state dir may still be the entry's. */
+  const int plain_delete = kind == GPUSLICE_FP_STATEFUL && gpuslice_fp_streq(argv[verb], "delete") &&
+                           argc > verb + 1 && has_state(r.state_dir, argv[argc - 1], 0);
+  if (kind != GPUSLICE_FP_PLAIN && needs_full_program(verb, plain_delete ? argc - 1 : argc, argv, kind, r.state_dir))
     return;
 
   /* The runtime the record names, still the very file it resolved to. */
@@ -211,6 +355,10 @@ void gpuslice_fast_path(long *sp) {
     return;
   char *const program = argv[0];
   argv[0] = (char *)r.runtime;
-  sys_call(__NR_execve, (long)r.runtime, (long)argv, (long)envp, 0, 0);
-  argv[0] = program; /* not executable after all: the full program says why */
+  if (plain_delete)
+    delete_plain(argv, envp, r.runtime, r.state_dir, argv[argc - 1]);
+  else
+    sys_call(__NR_execve, (long)r.runtime, (long)argv, (long)envp, 0, 0);
+  argv[0] = program; /* not executable after all (or a state dir to leave to
+                        the full program): the full program runs */
 }

@@ -179,3 +179,70 @@ int gpuslice_fp_record_matches(const struct gpuslice_fp_record *r, const char *c
     return 0;
   return !path_env || gpuslice_fp_streq(path_env, r->path_env);
 }
+
+const char *gpuslice_fp_plain_state_files(void) {
+  return "format\0creator\0" GPUSLICE_FP_INIT_RECORD "\0cdi-env\0init.pid\0";
+}
+
+int gpuslice_fp_plain_state_file(const char *name) {
+  for (const char *f = gpuslice_fp_plain_state_files(); *f; f += gpuslice_fp_strlen(f) + 1)
+    if (gpuslice_fp_streq(f, name))
+      return 1;
+  return 0;
+}
+
+int gpuslice_fp_parse_init_record(const char *buf, size_t len, unsigned long long *pid, unsigned long long *start) {
+  char text[64];
+  if (len == 0 || len >= sizeof text)
+    return -1;
+  for (size_t i = 0; i < len; ++i)
+    if ((text[i] = buf[i]) == '\0')
+      return -1;
+  text[len] = '\0';
+  const char *v = parse_u64(text, ' ', pid);
+  if (!v || *pid == 0 || *pid > 0x7fffffff || !(v = parse_u64(v + 1, '\n', start)) || v + 1 != text + len)
+    return -1;
+  return 0;
+}
+
+int gpuslice_fp_proc_stat_start(const char *buf, size_t len, unsigned long long *start) {
+  /* "PID (COMM) STATE ...": COMM may hold anything, ')' included */
+  size_t close = len;
+  for (size_t i = 0; i < len; ++i)
+    if (buf[i] == ')')
+      close = i;
+  if (close == len)
+    return -1;
+  int field = 2; /* the one closed by ')' */
+  char state = 0;
+  for (size_t i = close + 1; i < len;) {
+    if (buf[i] == ' ') {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < len && buf[end] != ' ' && buf[end] != '\n')
+      ++end;
+    ++field;
+    if (field == 3)
+      state = buf[i];
+    if (field == 22) {
+      if (state == 'Z' || state == 'X')
+        return 0;
+      unsigned long long v = 0;
+      if (end == i)
+        return -1;
+      for (size_t k = i; k < end; ++k) {
+        if (buf[k] < '0' || buf[k] > '9' || v > (~0ull - 9) / 10)
+          return -1;
+        v = v * 10 + (unsigned)(buf[k] - '0');
+      }
+      *start = v;
+      return 1;
+    }
+    i = end;
+    if (i < len && buf[i] == '\n')
+      break;
+  }
+  return state == 'Z' || state == 'X' ? 0 : -1;
+}

@@ -57,6 +57,25 @@ int gpuslice_fp_find_verb(int argc, char *const *argv);
  * (shim::kMonitorArgsFile). */
 #define GPUSLICE_FP_MONITOR_ARGS "monitor-args"
 
+/* A delete of a container whose state dir holds only these files (a
+ * container with devices and no limits: the state dir's own records, the
+ * CDI env for exec, the pid file the runtime gave runc) is the entry's: it
+ * runs the runtime and removes the dir once the container's init is gone,
+ * as shim::delete_with_state does. NUL-separated, an empty one last (a
+ * function, not an extern array: the entry must not go through the GOT). */
+const char *gpuslice_fp_plain_state_files(void);
+/* 1 when `name` is one of them. */
+int gpuslice_fp_plain_state_file(const char *name);
+/* The state dir's record of the container's init (state::kInitRecord). */
+#define GPUSLICE_FP_INIT_RECORD "init"
+
+/* "PID START\n", as state::record_init writes it: 0 and the two numbers,
+ * -1 for anything else. */
+int gpuslice_fp_parse_init_record(const char *buf, size_t len, unsigned long long *pid, unsigned long long *start);
+/* /proc/PID/stat's text: 1 and the start time (field 22) of a process that
+ * runs, 0 for one that has ended (a zombie), -1 when it cannot be read. */
+int gpuslice_fp_proc_stat_start(const char *buf, size_t len, unsigned long long *start);
+
 /* state::is_safe_container_id: only such names can have a state dir. */
 int gpuslice_fp_safe_container_id(const char *id);
 

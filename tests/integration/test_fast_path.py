@@ -46,7 +46,10 @@ def path_taken(rt: ocitest.Runtime, log: Path, *args: str, env: dict | None = No
     events = [line.split(None, 1) for line in log.read_text().splitlines()]
     start = next(i for i, (_, call) in enumerate(events) if call.startswith(f'execve("{wrapper}"') and "= 0" in call)
     pid = events[start][0]
-    after = next(call for who, call in events[start + 1:] if who == pid)
+    # the next of the wrapper's own calls, or the runtime's execve in a
+    # child (the fast path's delete of a live container forks)
+    after = next(call for who, call in events[start + 1:]
+                 if who == pid or call.startswith(f'execve("{rt.lowlevel.argv[0]}"'))
     if after.startswith("arch_prctl("):
         return "full", p
     assert after.startswith(f'execve("{rt.lowlevel.argv[0]}"'), events
@@ -126,12 +129,50 @@ def test_containers_with_state_or_a_monitor_are_left_to_the_full_program(gpuslic
     (state_dir / "monitor-args").write_bytes(b"")
     assert_took("full", rt, log, "state", cid)
     (state_dir / "monitor-args").unlink()
+    (state_dir / "region-id").unlink()  # written for the monitor it tried to start
     # a verb the full program only passes on stays fast
     assert_took("fast", rt, log, "list")
+    # a state dir with a file a container without limits never has
+    (state_dir / "limits").write_text("")
+    taken, p = path_taken(rt, log, "delete", cid)
+    assert (taken, p.returncode) == ("full", 1), p.stderr  # runc: it is running
+    (state_dir / "limits").unlink()
     assert ocitest.wait_pid(pid, 30) == 0
-    assert_took("full", rt, log, "delete", cid)
+    assert_took("fast", rt, log, "delete", cid)  # the init has ended: the dir goes first
     assert not state_dir.exists()
     assert rt.list_ids() == []
+
+
+def test_delete_of_a_live_container_with_devices_is_fast_and_keeps_the_state_until_it_is_gone(
+        gpuslice_runtime, fresh_record, bundle, fake_gpu, cid, gpuslice_state_dir, test_tmp):
+    """The entry runs the runtime as a child and removes the state dir
+    itself, as the full program does: only once the runtime said yes and
+    the container's init is gone."""
+    rt, log = gpuslice_runtime, test_tmp / "strace.log"
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.shell("sleep 60")
+    bundle.write()
+    rt.create(bundle, cid)
+    state_dir = gpuslice_state_dir / "containers" / cid
+    assert sorted(p.name for p in state_dir.iterdir()) == ["cdi-env", "creator", "format", "init"]
+    pid = int((bundle.path / f"{cid}.pid").read_text())
+    assert_took("fast", rt, log, "start", cid)
+    taken, p = path_taken(rt, log, "delete", cid)
+    assert taken == "fast" and p.returncode != 0, p.stderr  # refused by the runtime: the container runs
+    assert state_dir.is_dir() and rt.list_ids() == [cid]
+    # another runtime root knows no such container: the state stays
+    other = test_tmp / "other-root"
+    other.mkdir()
+    taken, p = path_taken(rt, log, "--root", str(other), "delete", cid)
+    assert taken == "fast" and p.returncode != 0
+    assert state_dir.is_dir()
+    assert_took("fast", rt, log, "delete", "--force", cid)
+    ocitest.wait_pid(pid, 30)
+    assert not state_dir.exists()
+    assert rt.list_ids() == []
+    # the runtime's status comes back: a second delete finds nothing
+    taken, p = path_taken(rt, log, "delete", cid)
+    assert taken == "fast" and p.returncode != 0, p.stderr
 
 
 def test_any_change_of_config_or_path_goes_through_the_full_program(gpuslice_runtime, fresh_record, bundle, cid,

@@ -1,16 +1,25 @@
 // gpuslice-runtime's fast path (shim/fast_path/): its C decisions agree with
 // the full program's C++ ones, and it reads exactly the records the full
 // program writes, nothing else.
+#include "gpuslice/common/fs.hpp"
+#include "gpuslice/shim/bundle.hpp"
 #include "gpuslice/shim/command_line.hpp"
+#include "gpuslice/shim/exec_env.hpp"
 #include "gpuslice/shim/fast_path_record.hpp"
 #include "gpuslice/shim/monitor_start.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
 #include "../../shim/fast_path/fast_path.h"
+#include "tempdir.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
 #include <random>
+#include <set>
 
 using namespace gpuslice;
 using namespace gpuslice::shim;
@@ -217,4 +226,78 @@ TEST_CASE("fast path: any record not exactly as written is refused", "[fast-path
     s.resize(rng() % (s.size() + 1));
     (void)parse_record(s);
   }
+}
+
+TEST_CASE("fast path: a delete's plain state files are all a container without limits has", "[fast-path]") {
+  testing::TempDir tmp;
+  const std::string state_dir = tmp.path() + "/state";
+  state::record_init(state_dir, "plain", static_cast<int>(::getpid()));
+  const std::string dir = state_dir + "/containers/plain";
+  for (const char *name : {kCdiEnvFile, kInitPidFile})
+    fs::write_file_atomic(dir + "/" + name, "x", 0444, fs::Durability::atomic);
+  std::set<std::string> names;
+  for (const auto &e : std::filesystem::directory_iterator(dir))
+    names.insert(e.path().filename().string());
+  CHECK(names.size() == 5);
+  for (const auto &name : names) {
+    INFO(name);
+    CHECK(gpuslice_fp_plain_state_file(name.c_str()));
+  }
+  std::set<std::string> listed;
+  for (const char *f = gpuslice_fp_plain_state_files(); *f; f += std::strlen(f) + 1)
+    listed.insert(f);
+  CHECK(listed == names);
+  // what a container with limits or a monitor has besides: the full program's
+  for (const char *name : {kMonitorArgsFile, kRegionIdFile, kLabelsFile, state::kMonitorRecord, "limits", "", ".",
+                           "init.tmp", ".init.tmp", "format/"})
+    CHECK_FALSE(gpuslice_fp_plain_state_file(name));
+  CHECK(std::string(GPUSLICE_FP_INIT_RECORD) == state::kInitRecord);
+}
+
+TEST_CASE("fast path: reads the init record as the state dir does", "[fast-path]") {
+  auto c_parse = [](const std::string &text) -> std::optional<state::ProcessId> {
+    unsigned long long pid = 0, start = 0;
+    if (gpuslice_fp_parse_init_record(text.data(), text.size(), &pid, &start) != 0)
+      return std::nullopt;
+    return state::ProcessId{static_cast<int>(pid), start};
+  };
+  for (const state::ProcessId p : {state::ProcessId{1, 0}, state::ProcessId{4194304, 123456789},
+                                   state::ProcessId{2147483647, ~0ull}}) {
+    const std::string text = state::to_text(p) + "\n"; // as record_init writes it
+    CHECK(c_parse(text) == p);
+  }
+  // refused: what state::parse_process_id refuses, and anything not written
+  // exactly so (the full program then decides)
+  for (const std::string &bad : std::vector<std::string>{"", "\n", "0 5\n", "-1 5\n", "1 5", "1  5\n", " 1 5\n", "1 5\n\n", "1 5 6\n",
+                                "01 5\n", "2147483648 5\n", "1 18446744073709551616\n", "1 x\n", std::string("1 5\0\n", 5)})
+    CHECK_FALSE(c_parse(bad));
+  std::mt19937 rng(7);
+  for (int i = 0; i < 5000; ++i) {
+    std::string text = state::to_text({static_cast<int>(rng() % 100000 + 1), rng()}) + "\n";
+    text[rng() % text.size()] = static_cast<char>(rng() % 256);
+    const auto c = c_parse(text);
+    if (c) { // whatever the C side takes, the C++ side reads the same
+      std::string_view v(text);
+      v.remove_suffix(1);
+      CHECK(state::parse_process_id(v) == c);
+    }
+  }
+}
+
+TEST_CASE("fast path: reads /proc/PID/stat as the state dir does", "[fast-path]") {
+  const std::string self = fs::read_file("/proc/self/stat", 4096);
+  unsigned long long start = 0;
+  REQUIRE(gpuslice_fp_proc_stat_start(self.data(), self.size(), &start) == 1);
+  CHECK(state::process_id(static_cast<int>(::getpid()))->start_time == start);
+  const std::string tail = " 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654 1 1\n";
+  const std::string stat = "42 (odd) (name) S" + tail;
+  CHECK(gpuslice_fp_proc_stat_start(stat.data(), stat.size(), &start) == 1);
+  CHECK(start == 987654);
+  for (const char *ended : {"42 (z) Z", "42 (x) X"}) {
+    const std::string s = ended + tail;
+    CHECK(gpuslice_fp_proc_stat_start(s.data(), s.size(), &start) == 0);
+  }
+  for (const std::string &bad : {std::string(""), std::string("42 no paren S") + tail, std::string("42 (short) S 1 2\n"),
+                                std::string("42 (n) S 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 98x 1\n")})
+    CHECK(gpuslice_fp_proc_stat_start(bad.data(), bad.size(), &start) == -1);
 }

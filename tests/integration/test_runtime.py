@@ -278,16 +278,21 @@ def test_gpuslice_runtime_child_gets_open_signals_and_dies_with_the_wrapper(requ
                                                                            test_tmp, cid):
     """The low-level runtime a create runs as a child starts with no signal
     blocked (the wrapper blocks them all while the child borrows its
-    memory) and is killed when the wrapper is: a create whose caller gave up
-    (containerd's timeout, kill -9) must not finish unseen."""
+    memory) and no file of the wrapper's open, and is killed when the
+    wrapper is: a create whose caller gave up (containerd's timeout, kill -9)
+    must not finish unseen."""
     pid_file = test_tmp / "runtime.pid"
     blocked = test_tmp / "runtime.sigblk"
+    inherited = test_tmp / "runtime.fds"
     lowlevel = test_tmp / "slow-runtime.sh"
     # Python, not sh: dash clears the signal mask it starts with.
     lowlevel.write_text("#!/usr/bin/python3\n"
                         "import os, time\n"
                         "status = open('/proc/self/status').read().splitlines()\n"
                         f"open({str(blocked)!r}, 'w').write([l for l in status if l.startswith('SigBlk:')][0])\n"
+                        "fds = [os.readlink(f'/proc/self/fd/{fd}') for fd in os.listdir('/proc/self/fd')\n"
+                        "       if os.path.exists(f'/proc/self/fd/{fd}')]\n"
+                        f"open({str(inherited)!r}, 'w').write(chr(10).join(fds))\n"
                         f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
                         "time.sleep(60)\n")
     lowlevel.chmod(0o755)
@@ -303,6 +308,11 @@ def test_gpuslice_runtime_child_gets_open_signals_and_dies_with_the_wrapper(requ
         assert ocitest.eventually(lambda: pid_file.exists() and pid_file.read_text().strip() != ""), "runtime not started"
         child = int(pid_file.read_text())
         assert blocked.read_text().split() == ["SigBlk:", "0" * 16]
+        # nothing of the wrapper's own: its log file (written before the
+        # create) once kept runc's create 50 ms longer
+        log_dir = test_tmp / "gpuslice-log"
+        assert (log_dir / "gpuslice-runtime.log").exists()
+        assert not [f for f in inherited.read_text().splitlines() if f.startswith(str(log_dir))]
         assert wrapper.poll() is None, "the wrapper must wait for its runtime"
         wrapper.kill()
         wrapper.wait(10)

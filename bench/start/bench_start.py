@@ -7,10 +7,15 @@ of a busybox container running `true`, timed from before create to after
 delete. The runtimes compared alternate within each iteration (in an order
 shuffled every iteration), so drift of the machine hits all alike.
 
+Every scenario also runs the floor (exec_floor, a static program that only
+execs the runtime) on plain's config: what any wrapper costs on this
+machine, 3 execs a cycle. runc's create here is bimodal (66 or 116 ms, the
+50 ms inside runc's own init); the floor, which adds nothing to runc, shows
+how much of a ratio that mode alone moves in a run. The paired median
+(per-iteration difference) is the steadier figure when the modes mix.
+
 Three scenarios:
-  none     no GPU request: the wrapper must only exec the runtime. Also run:
-           the floor (exec_floor, a static program that only execs the
-           runtime): what any wrapper costs on this machine, 3 execs a cycle
+  none     no GPU request: the wrapper must only exec the runtime
   devices  2 CDI devices (nvidia.com/gpu=0,1 of a fake GPU made with mknod)
            requested by annotation through the wrapper; the plain runtime
            gets the same devices written into config.json beforehand by
@@ -167,20 +172,23 @@ def main() -> int:
               f"GOMAXPROCS {os.environ.get('GOMAXPROCS', 'unset')}")
         failed = False
         for sc in scenarios:
-            runners = {"plain": plain, "wrapper": wrapped}
-            if sc == "none":
-                runners["floor"] = floored
+            runners = {"plain": plain, "wrapper": wrapped, "floor": floored}
             bundles = {name: ocitest.Bundle(tmp / f"{sc}-{name}", template, rootfs) for name in runners}
             configs = {}
             for name, b in bundles.items():
                 kind = LIMITED_KIND if sc == "limits" else gpu.KIND
                 devices = ",".join(f"{kind}={n}" for n in ("0", "1"))
-                if sc != "none" and name == "plain":
+                if sc != "none" and name in ("plain", "floor"):
                     configs[name] = inject(cli, gpu.spec_dir, b, devices)
                     continue
                 if sc != "none":
                     b.annotate(ANNOTATION, devices)
                 configs[name] = b.write()
+            # Cycles run in bundles and under ids named by their place in the
+            # iteration, not by runner: runc's slow create mode could stick to
+            # one runner's names for a whole run (two runners of the very same
+            # program once differed by it).
+            slots = [ocitest.Bundle(tmp / f"{sc}-slot{k}", template, rootfs) for k in range(len(runners))]
             times = {name: [] for name in runners}
             phases = {name: [] for name in runners}
             # A shuffled order each iteration, not a rotation: this machine
@@ -190,9 +198,9 @@ def main() -> int:
             for i in range(a.warmup + a.iterations):
                 order = list(runners)
                 shuffle(order)
-                for name in order:
+                for k, name in enumerate(order):
                     time.sleep(a.settle)
-                    ms = cycle(runners[name], bundles[name], f"bench-{sc}-{name}-{i}", configs[name],
+                    ms = cycle(runners[name], slots[k], f"bench-{sc}-{i}-{k}", configs[name],
                                phases[name] if i >= a.warmup else None)
                     if i >= a.warmup:
                         times[name].append(ms)

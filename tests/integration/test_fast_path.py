@@ -72,6 +72,17 @@ def created_for_the_fast_path(rt: ocitest.Runtime, log: Path, bundle: ocitest.Bu
     assert_took("fast", rt, log, "state", cid)
 
 
+def created_with_a_device(rt: ocitest.Runtime, bundle: ocitest.Bundle, gpu: ocitest.FakeGpu, cid: str, script: str,
+                          state_root: Path) -> tuple[Path, int]:
+    """`cid` created with device 0 of the fake GPU, running `script`: its
+    state dir and its init's pid."""
+    bundle.annotate(ANNOTATION, gpu.qualified("0"))
+    bundle.shell(script)
+    bundle.write()
+    rt.create(bundle, cid)
+    return state_root / "containers" / cid, int((bundle.path / f"{cid}.pid").read_text())
+
+
 @pytest.fixture
 def fresh_record(gpuslice_runtime):
     """No record of this config yet (config paths are per test)."""
@@ -109,14 +120,9 @@ def test_container_without_request_starts_and_ends_on_the_fast_path(gpuslice_run
 def test_containers_with_state_or_a_monitor_are_left_to_the_full_program(gpuslice_runtime, fresh_record, bundle,
                                                                          fake_gpu, cid, gpuslice_state_dir, test_tmp):
     rt, log = gpuslice_runtime, test_tmp / "strace.log"
-    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
-    bundle.shell("sleep 2")
-    bundle.write()
-    rt.create(bundle, cid)
-    state_dir = gpuslice_state_dir / "containers" / cid
+    state_dir, pid = created_with_a_device(rt, bundle, fake_gpu, cid, "sleep 2", gpuslice_state_dir)
     assert state_dir.is_dir()
     assert fresh_record.exists()
-    pid = int((bundle.path / f"{cid}.pid").read_text())
     # devices without limits: no monitor to start again
     assert_took("fast", rt, log, "state", cid)
     assert_took("fast", rt, log, "start", cid)
@@ -149,13 +155,8 @@ def test_delete_of_a_live_container_with_devices_is_fast_and_keeps_the_state_unt
     itself, as the full program does: only once the runtime said yes and
     the container's init is gone."""
     rt, log = gpuslice_runtime, test_tmp / "strace.log"
-    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
-    bundle.shell("sleep 60")
-    bundle.write()
-    rt.create(bundle, cid)
-    state_dir = gpuslice_state_dir / "containers" / cid
+    state_dir, pid = created_with_a_device(rt, bundle, fake_gpu, cid, "sleep 60", gpuslice_state_dir)
     assert sorted(p.name for p in state_dir.iterdir()) == ["cdi-env", "creator", "format", "init"]
-    pid = int((bundle.path / f"{cid}.pid").read_text())
     assert_took("fast", rt, log, "start", cid)
     taken, p = path_taken(rt, log, "delete", cid)
     assert taken == "fast" and p.returncode != 0, p.stderr  # refused by the runtime: the container runs

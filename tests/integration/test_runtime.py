@@ -235,6 +235,16 @@ def test_gpuslice_failed_runc_create_leaves_no_state(gpuslice_runtime, bundle, f
     assert gpuslice_runtime.list_ids() == []
 
 
+def use_lowlevel_script(request, config: Path, gpu: ocitest.FakeGpu, state_dir: Path, log_dir: Path,
+                        script: Path, text: str) -> None:
+    """The wrapper's config rewritten to run `script` (written with `text`)
+    as its low-level runtime."""
+    script.write_text(text)
+    script.chmod(0o755)
+    write_gpuslice_config(config, [gpu.spec_dir], str(script), request.config.getoption("--gpuslice-hook"),
+                          state_dir, log_dir)
+
+
 @pytest.mark.gpuslice
 def test_gpuslice_error_after_injection_is_reported(request, gpuslice_runtime, gpuslice_config, bundle, fake_gpu,
                                                     gpuslice_state_dir, runtime_name, test_tmp, cid):
@@ -244,8 +254,9 @@ def test_gpuslice_error_after_injection_is_reported(request, gpuslice_runtime, g
     wrapper exits 1 (it once died of SIGSEGV, logging through a logger it
     had already shut down), says why on stderr and in its log, deletes the
     container again and leaves no state."""
-    lowlevel = test_tmp / "loses-pid-file.sh"
-    lowlevel.write_text("#!/bin/sh\n"
+    log_dir = test_tmp / "gpuslice-log"
+    use_lowlevel_script(request, gpuslice_config, fake_gpu, gpuslice_state_dir, log_dir, test_tmp / "loses-pid-file.sh",
+                        "#!/bin/sh\n"
                         f"{tool(RUNTIMES[runtime_name])} \"$@\"\n"
                         "rc=$?\n"
                         'prev=\n'
@@ -255,10 +266,6 @@ def test_gpuslice_error_after_injection_is_reported(request, gpuslice_runtime, g
                         '  prev=$a\n'
                         'done\n'
                         "exit $rc\n")
-    lowlevel.chmod(0o755)
-    log_dir = test_tmp / "gpuslice-log"
-    write_gpuslice_config(gpuslice_config, [fake_gpu.spec_dir], str(lowlevel),
-                          request.config.getoption("--gpuslice-hook"), gpuslice_state_dir, log_dir)
     bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
     bundle.write()
     p = gpuslice_runtime.create(bundle, cid, check=False)
@@ -284,9 +291,10 @@ def test_gpuslice_runtime_child_gets_open_signals_and_dies_with_the_wrapper(requ
     pid_file = test_tmp / "runtime.pid"
     blocked = test_tmp / "runtime.sigblk"
     inherited = test_tmp / "runtime.fds"
-    lowlevel = test_tmp / "slow-runtime.sh"
     # Python, not sh: dash clears the signal mask it starts with.
-    lowlevel.write_text("#!/usr/bin/python3\n"
+    use_lowlevel_script(request, gpuslice_config, fake_gpu, gpuslice_state_dir, test_tmp / "gpuslice-log",
+                        test_tmp / "slow-runtime.py",
+                        "#!/usr/bin/python3\n"
                         "import os, time\n"
                         "status = open('/proc/self/status').read().splitlines()\n"
                         f"open({str(blocked)!r}, 'w').write([l for l in status if l.startswith('SigBlk:')][0])\n"
@@ -295,9 +303,6 @@ def test_gpuslice_runtime_child_gets_open_signals_and_dies_with_the_wrapper(requ
                         f"open({str(inherited)!r}, 'w').write(chr(10).join(fds))\n"
                         f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
                         "time.sleep(60)\n")
-    lowlevel.chmod(0o755)
-    write_gpuslice_config(gpuslice_config, [fake_gpu.spec_dir], str(lowlevel),
-                          request.config.getoption("--gpuslice-hook"), gpuslice_state_dir, test_tmp / "gpuslice-log")
     bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
     bundle.write()
     ocitest.become_subreaper()  # the orphaned runtime is reaped here, not left a zombie of init

@@ -9,10 +9,12 @@ shuffled every iteration), so drift of the machine hits all alike.
 
 Every scenario also runs the floor (exec_floor, a static program that only
 execs the runtime) on plain's config: what any wrapper costs on this
-machine, 3 execs a cycle. runc's create here is bimodal (66 or 116 ms, the
-50 ms inside runc's own init); the floor, which adds nothing to runc, shows
-how much of a ratio that mode alone moves in a run. The paired median
-(per-iteration difference) is the steadier figure when the modes mix.
+machine, 3 execs a cycle. The paired median (per-iteration difference) is
+the steadier figure on a noisy machine.
+
+Every call's exit is waited for on a pidfd (ocitest.run_process), never by
+subprocess.run's polling, whose doubling sleeps made a 64 ms create look
+like 114 ms and runc look bimodal.
 
 Three scenarios:
   none     no GPU request: the wrapper must only exec the runtime
@@ -115,11 +117,10 @@ def main() -> int:
     ap.add_argument("--cli", default="", help="the gpuslice CLI, for `cdi inject` (default: the build's, beside the wrapper)")
     ap.add_argument("--floor", default="", help="exec_floor (default: the build's, bench/start/exec_floor)")
     ap.add_argument("--settle", type=float, default=0.0,
-                    help="seconds to wait before each cycle (default 0): on a small VM the kernel's deferred "
-                         "teardown of the previous container slows the next runc create by ~50 ms for ~1 s")
+                    help="seconds to wait before each cycle (default 0), to let the kernel finish tearing down "
+                         "the previous container")
     ap.add_argument("--go-maxprocs", type=int, default=0,
-                    help="GOMAXPROCS for runc, plain and wrapped alike (default: unset): with 2 CPUs, runc's Go "
-                         "scheduler makes its create bimodal (66 or 116 ms here); 1 removes that mode")
+                    help="GOMAXPROCS for runc, plain and wrapped alike (default: unset)")
     ap.add_argument("--seed", type=int, default=1, help="of the shuffled order of runtimes per iteration (default 1)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
@@ -185,15 +186,14 @@ def main() -> int:
                     b.annotate(ANNOTATION, devices)
                 configs[name] = b.write()
             # Cycles run in bundles and under ids named by their place in the
-            # iteration, not by runner: runc's slow create mode could stick to
-            # one runner's names for a whole run (two runners of the very same
-            # program once differed by it).
+            # iteration, not by runner, so that no runner keeps a path or an
+            # id of its own (their lengths alone move runc's work a little).
             slots = [ocitest.Bundle(tmp / f"{sc}-slot{k}", template, rootfs) for k in range(len(runners))]
             times = {name: [] for name in runners}
             phases = {name: [] for name in runners}
-            # A shuffled order each iteration, not a rotation: this machine
-            # has slow and fast periods (runc create's own CPU time goes from
-            # ~75 to ~115 ms), which a fixed order can meet in step.
+            # A shuffled order each iteration, not a rotation: a shared
+            # machine has slow and fast periods, which a fixed order can meet
+            # in step.
             shuffle = random.Random(a.seed).shuffle
             for i in range(a.warmup + a.iterations):
                 order = list(runners)

@@ -25,7 +25,9 @@ Three scenarios:
            costs, not what the devices cost
   limits   the same 2 devices, each with GPUSLICE_MEMORY_LIMIT: state dir,
            limits file, usage region, preload list, mounts and monitor;
-           the baseline is again runc on the injected devices
+           the baseline is again runc on the injected devices. The build's
+           fake NVML (tests/fakes) stands for the node's, as the monitor's
+           and admission's NVML
 
 Run as root:  bench/start/bench_start.py --wrapper build/shim/gpuslice-runtime
 Targets: median ratio <= 1.03 (none), <= 1.05 (devices), <= 1.10 (limits);
@@ -54,6 +56,7 @@ import ocitest  # noqa: E402
 TARGETS = {"none": 1.03, "devices": 1.05, "limits": 1.10}
 ANNOTATION = "cdi.k8s.io/gpuslice-bench"
 LIMITED_KIND = "gpuslice-bench.example/gpu"
+FAKE_GPU0 = "GPU-facea2a3-a4a5-a6a7-a8a9-aaabacadae00"  # the one GPU the build's fake NVML lists
 
 
 PHASES = ("create", "start", "wait", "delete")
@@ -98,12 +101,13 @@ def inject(cli: str, spec_dir: Path, bundle: ocitest.Bundle, devices: str) -> by
 
 
 def limited_spec(gpu: ocitest.FakeGpu) -> dict:
-    """The fake GPU's spec under another kind, each device with a limit."""
+    """The fake GPU's spec under another kind, each device a 256 MiB slice
+    of the GPU the fake NVML lists, so that admission checks the limits
+    against its memory as on a real node."""
     spec = gpu.cdi_spec()
     spec["kind"] = LIMITED_KIND
-    for i, d in enumerate(spec["devices"]):
-        d["containerEdits"]["env"] += [f"GPUSLICE_GPU_UUID=GPU-00000000-0000-0000-0000-0000000000{i:02d}",
-                                       "GPUSLICE_MEMORY_LIMIT=256Mi"]
+    for d in spec["devices"]:
+        d["containerEdits"]["env"] += [f"GPUSLICE_GPU_UUID={FAKE_GPU0}", "GPUSLICE_MEMORY_LIMIT=256Mi"]
     return spec
 
 
@@ -153,11 +157,15 @@ def main() -> int:
         (gpu.spec_dir / "limited.json").write_text(json.dumps(limited_spec(gpu)))
         hook = os.environ.get("GPUSLICE_HOOK") or str(build / "hook" / "gpuslice-hook")
         interposer = str(build / "interposer" / "libgpuslice-cuda.so")
+        nvml = str(build / "tests" / "fakes" / "lib" / "libnvidia-ml.so.1")
+        if not os.path.isfile(nvml):
+            raise SystemExit(f"{nvml}: missing (build the tests: the limits scenario uses the fake NVML)")
         conf = tmp / "gpuslice.toml"
         conf.write_text(f'[cdi]\nspec-dirs = ["{gpu.spec_dir}"]\n\n[runtime]\nruntimes = ["{lowlevel}"]\n'
                         f'state-dir = "{tmp / "state"}"\nhook-path = "{os.path.abspath(hook)}"\n'
                         f'interposer-path = "{interposer}"\n'
                         f'\n[admission]\nmax-containers-per-gpu = 0\n'
+                        f'\n[monitor]\nnvml-path = "{nvml}"\n'
                         f'\n[log]\nlevel = "warn"\ntarget = "file"\ndirectory = "{tmp / "log"}"\n')
         root = tmp / "runtime-state"
         plain = ocitest.Runtime(os.path.basename(lowlevel), [lowlevel], root)

@@ -2,12 +2,12 @@
 
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/spawn.hpp"
 #include "gpuslice/common/strings.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
-#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -102,9 +102,7 @@ struct SpawnArgs {
   const sigset_t *mask; // the caller's, restored just before the exec
 };
 
-// Runs in the child on its own stack, sharing this process's memory until
-// the exec (CLONE_VM | CLONE_VFORK): system calls only, nothing that
-// allocates, locks or writes memory the parent relies on.
+// The child of spawn_sharing_memory: system calls only.
 int exec_child(void *arg) {
   const auto *a = static_cast<const SpawnArgs *>(arg);
   if (a->die_with_parent && (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != a->parent))
@@ -118,24 +116,13 @@ int exec_child(void *arg) {
 
 int run_runtime(const std::string &runtime, const std::vector<std::string> &args, ChildEnds ends) {
   auto argv = argv_of(runtime, args);
-  // Not fork(): copying the page tables of this process and then taking a
-  // copy-on-write fault on each page it writes while runc runs cost ~1 ms
-  // of every create. The child borrows our memory until it execs, as
-  // posix_spawn's does; signals stay blocked meanwhile, so no handler runs
-  // on the borrowed memory.
-  constexpr std::size_t kStackSize = 64 * 1024;
-  alignas(16) static char stack[kStackSize]; // one child at a time: we wait in clone until it execs
-  sigset_t all, old;
-  ::sigfillset(&all);
-  ::sigprocmask(SIG_SETMASK, &all, &old);
-  SpawnArgs spawn{runtime.c_str(), argv.data(), ::getpid(), ends == ChildEnds::with_parent, &old};
-  const pid_t child = ::clone(exec_child, stack + kStackSize, CLONE_VM | CLONE_VFORK | SIGCHLD, &spawn);
-  const int clone_errno = errno;
-  ::sigprocmask(SIG_SETMASK, &old, nullptr);
-  if (child < 0) {
-    errno = clone_errno;
+  // Not fork(): copying this process's page tables, then a copy-on-write
+  // fault on each page it writes while runc runs, cost ~1 ms of every create.
+  sigset_t caller_mask;
+  SpawnArgs spawn{runtime.c_str(), argv.data(), ::getpid(), ends == ChildEnds::with_parent, &caller_mask};
+  const pid_t child = spawn_sharing_memory(exec_child, &spawn, caller_mask);
+  if (child < 0)
     throw system_error("cannot start " + quote(runtime));
-  }
   int status = 0;
   while (::waitpid(child, &status, 0) < 0)
     if (errno != EINTR)

@@ -2,6 +2,7 @@
 
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/spawn.hpp"
 #include "gpuslice/sharing/activity.hpp"
 #include "gpuslice/sharing/region.hpp"
 
@@ -14,6 +15,7 @@ extern "C" {
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -165,16 +167,6 @@ template <typename Fn> pid_t start_grandchild(Fn in_grandchild) {
   return monitor;
 }
 
-// Moves `from` (or nothing: -1) to exactly `to`, inheritable.
-void place_fd(int from, int to) {
-  if (from < 0)
-    return;
-  if (from == to)
-    ::fcntl(to, F_SETFD, 0);
-  else
-    ::dup2(from, to); // dup2 clears FD_CLOEXEC on the copy
-}
-
 } // namespace
 
 std::optional<int> read_pid_file(const std::string &path) {
@@ -295,6 +287,67 @@ void spawn_monitor(MonitorSetup setup) {
   });
 }
 
+namespace {
+
+struct MonitorExec {
+  const char *path;
+  char *const *argv;
+  char *const *envp;
+  int sources[4]; // moved to kShimListenerFd, kShimRegionFd, kShimWatchedFd, kShimActivityFd; -1: none
+  int error;      // errno of the step that failed, read by the parent
+};
+
+// The child of spawn_sharing_memory: become_daemon and the descriptor moves
+// in system calls alone (no allocation), then the exec.
+int monitor_exec_child(void *arg) {
+  auto *m = static_cast<MonitorExec *>(arg);
+  auto fail = [&] {
+    m->error = errno;
+    ::_exit(127);
+  };
+  ::setsid();
+  if (::chdir("/") != 0)
+    fail();
+  ::umask(022);
+  for (int s = 1; s < NSIG; s++) // an ignored signal stays ignored across exec
+    if (s != SIGKILL && s != SIGSTOP)
+      ::signal(s, s == SIGPIPE ? SIG_IGN : SIG_DFL);
+  // Above every number they go to first, so that no move overwrites another
+  // still to be moved; the copies are close-on-exec.
+  constexpr int kTargets[4] = {kShimListenerFd, kShimRegionFd, kShimWatchedFd, kShimActivityFd};
+  int high[4];
+  for (int i = 0; i < 4; i++)
+    if ((high[i] = m->sources[i] < 0 ? -1 : ::fcntl(m->sources[i], F_DUPFD_CLOEXEC, 64)) < 0 && m->sources[i] >= 0)
+      fail();
+  const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd < 0)
+    fail();
+  for (int i = 0; i < 3; i++)
+    if (::dup2(null_fd, i) < 0)
+      fail();
+  for (int i = 0; i < 4; i++) {
+    if (high[i] >= 0 && ::dup2(high[i], kTargets[i]) < 0) // dup2 clears close-on-exec on the copy
+      fail();
+    if (high[i] < 0)
+      ::close(kTargets[i]);
+  }
+  if (::syscall(SYS_close_range, kShimActivityFd + 1, ~0U, 0) != 0) {
+    // kernels before 5.9
+    rlimit files{};
+    const rlim_t top = ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY ? files.rlim_cur : 65536;
+    for (rlim_t fd = kShimActivityFd + 1; fd < top; fd++)
+      ::close(static_cast<int>(fd));
+  }
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::execve(m->path, m->argv, m->envp);
+  fail();
+  return 127;
+}
+
+} // namespace
+
 pid_t exec_monitor(MonitorSetup setup, const std::string &program, const std::vector<std::string> &args) {
   std::vector<std::string> argv{program, "--listener", std::to_string(kShimListenerFd), "--region",
                                 std::to_string(kShimRegionFd), "--watched", std::to_string(kShimWatchedFd)};
@@ -311,38 +364,22 @@ pid_t exec_monitor(MonitorSetup setup, const std::string &program, const std::ve
   c_argv.push_back(nullptr);
   std::string path_env = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
   char *envp[] = {path_env.data(), nullptr};
-  // Closed by a successful exec; carries errno when the exec fails, so that
-  // the create fails instead of a container running with no monitor.
-  int status_pipe[2];
-  if (::pipe2(status_pipe, O_CLOEXEC) != 0)
-    throw system_error("cannot start the container's monitor (pipe)");
-  UniqueFd status_read(status_pipe[0]), status_write(status_pipe[1]);
-  const pid_t monitor = start_grandchild([&] {
-    // Above every number they go to first, so that no move overwrites
-    // another still to be moved.
-    const int sources[] = {setup.listener.get(), setup.region.get(), setup.watched.get(), setup.activity_table.get()};
-    int high[4];
-    for (int i = 0; i < 4; i++)
-      high[i] = sources[i] < 0 ? -1 : ::fcntl(sources[i], F_DUPFD_CLOEXEC, 64);
-    const int report = ::fcntl(status_write.get(), F_DUPFD_CLOEXEC, 64);
-    become_daemon({high[0], high[1], high[2], high[3], report});
-    const int targets[] = {kShimListenerFd, kShimRegionFd, kShimWatchedFd, kShimActivityFd};
-    for (int i = 0; i < 4; i++)
-      place_fd(high[i], targets[i]);
-    close_other_fds({0, 1, 2, kShimListenerFd, kShimRegionFd, kShimWatchedFd,
-                     setup.activity_table ? kShimActivityFd : 0, report});
-    ::execve(program.c_str(), c_argv.data(), envp);
-    const int err = errno;
-    (void)!::write(report, &err, sizeof err);
-    ::_exit(127);
-  });
-  status_write.reset();
-  int err = 0;
-  ssize_t n;
-  while ((n = ::read(status_read.get(), &err, sizeof err)) < 0 && errno == EINTR) {
+  MonitorExec m{program.c_str(), c_argv.data(), envp,
+                {setup.listener.get(), setup.region.get(), setup.watched.get(), setup.activity_table.get()}, 0};
+  // Not a double fork: it would copy this process twice (gpuslice-runtime
+  // is large), and buys nothing here, as a process that exits leaves its
+  // children to the nearest subreaper (containerd's shim) or init either
+  // way. The monitor is this process's child until it exits; no caller
+  // waits for any child.
+  sigset_t caller_mask;
+  const pid_t monitor = spawn_sharing_memory(monitor_exec_child, &m, caller_mask);
+  if (monitor < 0)
+    throw system_error("cannot start the container's monitor " + quote(program));
+  if (m.error != 0) { // it _exited before or at the exec
+    while (::waitpid(monitor, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    throw system_error("cannot start the container's monitor " + quote(program), m.error);
   }
-  if (n == static_cast<ssize_t>(sizeof err))
-    throw system_error("cannot start the container's monitor " + quote(program), err);
   return monitor;
 }
 

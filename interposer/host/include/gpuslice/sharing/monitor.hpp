@@ -63,13 +63,15 @@ UniqueFd listen_region_socket(int dir_fd, const std::string &name, const std::st
 // in `setup` are closed in the caller. Throws Error when it cannot fork.
 void spawn_monitor(MonitorSetup setup);
 
-// The same, but the grandchild execs `program` (gpuslice-shim) with the
-// descriptors of `setup` at fixed numbers (kShimListenerFd...), their
-// numbers and setup.pid_file as arguments, then `args`, and an environment
-// of PATH alone. For a caller whose own image must not become the monitor
-// (gpuslice-runtime: a static binary, which could not load NVML).
-// setup.cleanup and setup.name are not used: `args` say what to clean.
-// Returns the monitor's pid.
+// The same (its own session, stdio on /dev/null), but a child that execs
+// `program` (gpuslice-shim) with the descriptors of `setup` at fixed numbers
+// (kShimListenerFd...), their numbers and setup.pid_file as arguments, then
+// `args`, and an environment of PATH alone; returns its pid once the exec
+// has succeeded, throws Error when it failed. For a caller whose own image
+// must not become the monitor (gpuslice-runtime: a static binary, which
+// could not load NVML). The caller must never wait for any child (the
+// monitor is its child until it exits). setup.cleanup and setup.name are
+// not used: `args` say what to clean.
 inline constexpr int kShimListenerFd = 3, kShimRegionFd = 4, kShimWatchedFd = 5, kShimActivityFd = 6;
 pid_t exec_monitor(MonitorSetup setup, const std::string &program, const std::vector<std::string> &args);
 

@@ -1,12 +1,13 @@
 // gpuslice-shim: the monitor of one container (interposer/host's
 // run_monitor), a program of its own so that it is small, dynamically
 // linked against glibc (it will load NVML), and named in `ps`. Started by
-// gpuslice-runtime at create (sharing::exec_monitor), never by hand: its
-// descriptors arrive at fixed numbers, already detached (own session,
-// stdio on /dev/null, nothing else open, PATH alone in its environment).
-// Started again by any later gpuslice-runtime call that finds it gone
-// (shim/monitor_start.hpp): then --watched is the container's init, --init
-// its pid.
+// gpuslice-runtime at create once runc has made the init (--watched is the
+// init, --init its pid), by gpuslice-hook, or before `runc run` (--watched
+// is gpuslice-runtime until it exits, then the init --pid-file names);
+// never by hand (sharing::exec_monitor): its descriptors arrive at fixed
+// numbers, already detached (own session, stdio on /dev/null, nothing else
+// open, PATH alone in its environment). Started again by any later
+// gpuslice-runtime call that finds it gone (shim/monitor_start.hpp).
 //
 //   gpuslice-shim --listener FD --region FD --watched FD [--activity FD]
 //                 [--pid-file PATH | --init PID] [--state-dir DIR --id ID --creator "PID START"]
@@ -20,8 +21,9 @@
 // admission: gpuslice-runtime is static, and a static glibc program cannot
 // load NVML reliably. Exit 1 and the reason when NVML cannot say.
 //
-// It records itself in <state-dir>/containers/<id>/monitor ("PID START").
-// When the container ends it removes <state-dir>/containers/<id>, if the
+// Whoever starts it records it in <state-dir>/containers/<id>/monitor
+// (shim/monitor_start.cpp), in the state dir's one format, which the fast
+// path reads too. When the container ends it removes <state-dir>/containers/<id>, if the
 // directory is still the one its creator made. With --limits it checks the
 // container's GPU memory against the driver's own accounting every
 // interval (shim/monitor/enforcer.hpp).
@@ -99,7 +101,7 @@ int run(int argc, char **argv) {
   if (opt.count("--activity"))
     setup.activity_table.reset(number(opt["--activity"], "--activity"));
   setup.pid_file = opt["--pid-file"];
-  if (opt.count("--init")) // started again: --watched is the container's init
+  if (opt.count("--init")) // --watched is the container's init already
     setup.init_pid = number(opt["--init"], "--init");
   if (opt.count("--state-dir") || opt.count("--id") || opt.count("--creator")) {
     if (!opt.count("--state-dir") || !opt.count("--id") || !opt.count("--creator"))
@@ -107,15 +109,6 @@ int run(int argc, char **argv) {
     const auto creator = state::parse_process_id(opt["--creator"]);
     if (!creator)
       throw Error("--creator " + quote(opt["--creator"]) + " is not \"PID STARTTIME\"");
-    // Which process monitors the container, for `gpuslice inspect` and for
-    // the runtime to notice this one gone.
-    if (const auto self = state::process_id(static_cast<int>(::getpid())))
-      try {
-        fs::write_file_atomic(opt["--state-dir"] + "/containers/" + opt["--id"] + "/monitor", state::to_text(*self),
-                              0644, fs::Durability::atomic);
-      } catch (const Error &) {
-        // the container is already gone
-      }
     setup.cleanup = [state_dir = opt["--state-dir"], id = opt["--id"], creator = *creator] {
       try {
         state::remove_container_dir(state_dir, id, creator);

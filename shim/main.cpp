@@ -113,16 +113,19 @@ int run(shim::CommandLine &cl) {
   }
 
   bool has_state = false;
+  std::optional<shim::PendingMonitor> monitor;
   if (cl.edits_bundle()) {
     try {
       shim::CreateRequest request{cl.bundle, cl.container_id, cl.pid_file};
+      request.defer_monitor = cl.verb == "create";
       // a create killed half-way (kill -9) left its temporary config.json
       fs::remove_stale_temporaries((cl.bundle.empty() ? std::string(".") : cl.bundle) + "/config.json");
-      const auto edit = shim::prepare_bundle(request, config, config_file,
-                                             cl.verb == "run" ? shim::HookMode::add : shim::HookMode::none);
+      auto edit = shim::prepare_bundle(request, config, config_file,
+                                       cl.verb == "run" ? shim::HookMode::add : shim::HookMode::none);
       if (request.pid_file != cl.pid_file)
         cl.add_pid_file(request.pid_file);
       has_state = edit.written;
+      monitor = std::move(edit.monitor);
       if (edit.written) {
         start_logging(config);
         for (const auto &w : edit.warnings)
@@ -140,7 +143,7 @@ int run(shim::CommandLine &cl) {
 
   try {
     if (cl.verb == "create" && has_state)
-      return shim::create_recording_init(runtime, cl, config, cl.pid_file);
+      return shim::create_recording_init(runtime, cl, config, cl.pid_file, std::move(monitor));
     if (cl.verb == "run" && has_state)
       return shim::run_with_state(runtime, cl, config);
     shim::exec_runtime(runtime, cl.args);

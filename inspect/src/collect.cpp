@@ -129,9 +129,8 @@ NodeReport collect(const Config &config) {
     }
     if (auto status = read_in(dir.fd.get(), "status"))
       read_status(*status, c);
-    const auto monitor = read_in(dir.fd.get(), "monitor");
-    const auto pid = monitor ? state::parse_process_id(*monitor) : std::nullopt;
-    c.monitor = pid && state::process_alive(*pid) ? "running" : "gone";
+    const auto monitor = state::read_process_record(dir.fd.get(), state::kMonitorRecord);
+    c.monitor = monitor && state::process_alive(*monitor) ? "running" : "gone";
     for (auto &g : c.gpus) {
       std::sort(g.processes.begin(), g.processes.end());
       auto row = std::find_if(report.gpus.begin(), report.gpus.end(), [&](const GpuRow &r) { return r.uuid == g.gpu; });

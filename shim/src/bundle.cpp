@@ -92,7 +92,9 @@ state::ContainerDir commit_host(CreateContext &ctx, const std::string &pid_file,
     for (const auto &[name, text] : ctx.plan.files)
       write_in(dir.fd.get(), name, text, 0444, dir.path, ctx.plan.labeler);
     admission.reset(); // before the monitor: a forked child would hold the lock on
-    if (ctx.plan.monitor)
+    if (ctx.plan.monitor && ctx.defer_monitor && ctx.init_pid == 0)
+      ctx.pending_monitor = prepare_monitor(dir, ctx);
+    else if (ctx.plan.monitor)
       start_monitor(dir, ctx, pid_file);
     finish(dir);
   } catch (...) {
@@ -160,6 +162,7 @@ BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const st
   BundleSpec spec = BundleSpec::load(path);
   CreateContext ctx{spec, config, config_file, request.container_id,
                     fs::clean_path(config.state_dir) + "/containers/" + request.container_id, std::string(), {}, {}};
+  ctx.defer_monitor = request.defer_monitor;
   CreatePlan plan = plan_create(ctx, bundle_dir, hooks);
   BundleEdit edit;
   edit.warnings = std::move(plan.warnings);
@@ -169,6 +172,7 @@ BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const st
   edit.warnings.insert(edit.warnings.end(), ctx.warnings.begin(), ctx.warnings.end());
   edit.written = true;
   edit.shared = ctx.plan.monitor;
+  edit.monitor = std::move(ctx.pending_monitor);
   edit.devices = std::move(plan.devices);
   return edit;
 }

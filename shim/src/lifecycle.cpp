@@ -1,8 +1,10 @@
 #include "gpuslice/shim/lifecycle.hpp"
 
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fd.hpp"
 #include "gpuslice/common/strings.hpp"
 #include "gpuslice/sharing/monitor.hpp"
+#include "gpuslice/shim/monitor_start.hpp"
 #include "gpuslice/shim/runtime.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
@@ -29,7 +31,7 @@ std::vector<std::string> with_global_flags(const CommandLine &cl, std::initializ
 } // namespace
 
 int create_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
-                          const std::string &pid_file) {
+                          const std::string &pid_file, std::optional<PendingMonitor> monitor) {
   const auto me = state::process_id(static_cast<int>(::getpid()));
   const int status = run_runtime(runtime, cl.args, ChildEnds::with_parent);
   if (status != 0) {
@@ -38,11 +40,22 @@ int create_recording_init(const std::string &runtime, const CommandLine &cl, con
     return status;
   }
   try {
-    state::record_init(config.state_dir, cl.container_id, init_pid_from(pid_file));
+    const int init_pid = init_pid_from(pid_file);
+    if (!monitor) {
+      state::record_init(config.state_dir, cl.container_id, init_pid);
+    } else {
+      // Under the dir's lock from before the record: a restart
+      // (monitor_start.hpp) that saw the init but no monitor yet would
+      // start a second one.
+      const UniqueFd locked = state::lock_container_dir(config.state_dir, cl.container_id);
+      const state::ContainerDir dir = state::record_init(config.state_dir, cl.container_id, init_pid);
+      launch_monitor(std::move(*monitor), dir);
+    }
   } catch (const Error &e) {
     (void)run_runtime(runtime, with_global_flags(cl, {"delete", "--force", cl.container_id}), ChildEnds::with_parent);
     state::remove_container_dir(config.state_dir, cl.container_id, me);
-    throw Error("cannot record the init of container " + quote(cl.container_id) + " (deleted again): " + e.message());
+    throw Error("cannot record the init of container " + quote(cl.container_id) +
+                (monitor ? " or start its monitor" : "") + " (deleted again): " + e.message());
   }
   return 0;
 }

@@ -71,7 +71,7 @@ UniqueFd open_activity(const Config &config, const selinux::Labeler &labeler) {
 
 } // namespace
 
-void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, const std::string &pid_file) {
+PendingMonitor prepare_monitor(const state::ContainerDir &dir, const CreateContext &ctx) {
   const selinux::Labeler &labeler = ctx.plan.labeler;
   const Config &c = ctx.config;
   const std::string run_path = dir.path + "/" + kRunDirName;
@@ -85,23 +85,17 @@ void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, con
   for (const auto &name : mount_points)
     write_in(run.get(), name, "", 0444, run_path, labeler);
 
-  sharing::MonitorSetup monitor;
-  monitor.region = sharing::create_region();
-  labeler.label_fd(monitor.region.get(), selinux::Share::private_file, "the usage region");
-  write_in(dir.fd.get(), kRegionIdFile, sharing::to_text(sharing::region_id(monitor.region.get())), 0400, dir.path,
-           labeler);
-  monitor.listener = listen_in_run(run.get(), run_path, labeler);
+  PendingMonitor monitor;
+  monitor.program = shim_program(c);
+  monitor.setup.region = sharing::create_region();
+  labeler.label_fd(monitor.setup.region.get(), selinux::Share::private_file, "the usage region");
+  write_in(dir.fd.get(), kRegionIdFile, sharing::to_text(sharing::region_id(monitor.setup.region.get())), 0400,
+           dir.path, labeler);
+  // Bound now: the container finds the socket from its first moment, and
+  // a connect waits in the backlog until the monitor answers it.
+  monitor.setup.listener = listen_in_run(run.get(), run_path, labeler);
   if (ctx.plan.burst)
-    monitor.activity_table = open_activity(c, labeler);
-  if (ctx.init_pid > 0) { // gpuslice-hook: the init runs already
-    monitor.watched = sharing::open_pidfd(ctx.init_pid);
-    monitor.init_pid = ctx.init_pid;
-  } else {
-    // This process runs runc create and exits once the init is recorded
-    // (lifecycle.hpp): by then runc has written the init's pid.
-    monitor.watched = sharing::open_pidfd(static_cast<int>(::getpid()));
-    monitor.pid_file = fs::absolute(pid_file);
-  }
+    monitor.setup.activity_table = open_activity(c, labeler);
   const auto creator = state::process_id(static_cast<int>(::getpid()));
   if (!creator)
     throw Error("cannot read this process's start time from /proc");
@@ -110,24 +104,59 @@ void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, con
   // against the driver's accounting meanwhile.
   const uint64_t tolerance =
       with_context("monitor.memory-tolerance", [&] { return sharing::parse_size(c.monitor_memory_tolerance); });
-  std::vector<std::string> args{"--state-dir", fs::clean_path(c.state_dir), "--id", ctx.container_id, "--creator",
-                                state::to_text(*creator),
-                                "--limits", dir.path + "/limits", "--interval-ms", std::to_string(c.monitor_interval_ms),
-                                "--action", c.monitor_action, "--tolerance", std::to_string(tolerance),
-                                "--nvml", c.monitor_nvml_path};
+  monitor.args = {"--state-dir", fs::clean_path(c.state_dir), "--id", ctx.container_id, "--creator",
+                  state::to_text(*creator),
+                  "--limits", dir.path + "/limits", "--interval-ms", std::to_string(c.monitor_interval_ms),
+                  "--action", c.monitor_action, "--tolerance", std::to_string(tolerance),
+                  "--nvml", c.monitor_nvml_path};
   if (c.log.target == "file")
-    args.insert(args.end(), {"--log-file", c.log.directory + "/gpuslice-shim.log"});
+    monitor.args.insert(monitor.args.end(), {"--log-file", c.log.directory + "/gpuslice-shim.log"});
   if (auto pod = pod_of(ctx.spec.json()))
-    args.insert(args.end(), {"--pod", *pod});
+    monitor.args.insert(monitor.args.end(), {"--pod", *pod});
   std::string saved;
-  for (const auto &a : args)
+  for (const auto &a : monitor.args)
     saved += a + '\0';
   write_in(dir.fd.get(), kMonitorArgsFile, saved, 0400, dir.path, labeler);
   if (const auto &labels = labeler.labels(); labeler.active() && labels)
     write_in(dir.fd.get(), kLabelsFile, labels->private_file + "\n" + labels->socket + "\n", 0400, dir.path, labeler);
-  const pid_t pid = sharing::exec_monitor(std::move(monitor), shim_program(c), args);
+  return monitor;
+}
+
+namespace {
+
+// Starts it and records it in the container dir `dir_fd` (`path`).
+pid_t exec_and_record(PendingMonitor monitor, int dir_fd, const std::string &path) {
+  const pid_t pid = sharing::exec_monitor(std::move(monitor.setup), monitor.program, monitor.args);
   if (const auto self = state::process_id(pid))
-    state::write_process_record(dir.fd.get(), state::kMonitorRecord, *self, dir.path);
+    state::write_process_record(dir_fd, state::kMonitorRecord, *self, path);
+  return pid;
+}
+
+} // namespace
+
+void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, const std::string &pid_file) {
+  PendingMonitor monitor = prepare_monitor(dir, ctx);
+  if (ctx.init_pid > 0) { // gpuslice-hook: the init runs already
+    monitor.setup.watched = sharing::open_pidfd(ctx.init_pid);
+    monitor.setup.init_pid = ctx.init_pid;
+  } else {
+    // `run`: this process runs runc and exits once the container has
+    // ended; runc has written the init's pid by then.
+    monitor.setup.watched = sharing::open_pidfd(static_cast<int>(::getpid()));
+    monitor.setup.pid_file = fs::absolute(pid_file);
+  }
+  exec_and_record(std::move(monitor), dir.fd.get(), dir.path);
+}
+
+void launch_monitor(PendingMonitor monitor, const state::ContainerDir &dir) {
+  const auto init = state::read_process_record(dir.fd.get(), state::kInitRecord);
+  if (!init)
+    throw Error("no init is recorded in " + quote(dir.path));
+  monitor.setup.watched = sharing::open_pidfd(init->pid);
+  if (state::process_id(init->pid) != init) // the pid was reused before the pidfd was taken
+    throw Error("its init (pid " + std::to_string(init->pid) + ") ended meanwhile");
+  monitor.setup.init_pid = init->pid;
+  exec_and_record(std::move(monitor), dir.fd.get(), dir.path);
 }
 
 std::optional<std::string> restart_monitor_if_gone(const Config &config, const std::string &id) {
@@ -152,7 +181,8 @@ std::optional<std::string> restart_monitor_if_gone(const Config &config, const s
   if (!init || !state::process_alive(*init))
     return std::nullopt; // not started yet, or ended: poststop and the next create clean up
   return with_context("container " + quote(id) + ": its monitor (gpuslice-shim) is gone", [&]() -> std::string {
-    sharing::MonitorSetup monitor;
+    PendingMonitor pending{{}, shim_program(config), split(*saved, '\0', EmptyParts::skip)};
+    sharing::MonitorSetup &monitor = pending.setup;
     monitor.watched = sharing::open_pidfd(init->pid);
     if (state::process_id(init->pid) != init) // the pid was reused before the pidfd was taken
       throw Error("its init (pid " + std::to_string(init->pid) + ") ended meanwhile");
@@ -189,10 +219,7 @@ std::optional<std::string> restart_monitor_if_gone(const Config &config, const s
     monitor.listener = listen_in_run(run.get(), run_path, labeler);
     if (::faccessat(run.get(), name_in_run(kActivityContainerPath).c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0)
       monitor.activity_table = open_activity(config, labeler);
-    std::vector<std::string> args = split(*saved, '\0', EmptyParts::skip);
-    const pid_t pid = sharing::exec_monitor(std::move(monitor), shim_program(config), args);
-    if (const auto self = state::process_id(pid))
-      state::write_process_record(dir.get(), state::kMonitorRecord, *self, path);
+    const pid_t pid = exec_and_record(std::move(pending), dir.get(), path);
     return "gpuslice-shim of container " + id + " was gone" +
            (old ? " (pid " + std::to_string(old->pid) + ")" : std::string()) + ": started another (pid " +
            std::to_string(pid) + ") on " + region_note;

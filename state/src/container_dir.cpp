@@ -351,6 +351,21 @@ UniqueFd lock_containers(const std::string &state_dir) {
   return containers;
 }
 
+UniqueFd lock_container_dir(const std::string &state_dir, const std::string &id) {
+  check_id(id);
+  const std::string path = fs::clean_path(state_dir) + "/containers/" + id;
+  UniqueFd containers = open_containers(state_dir, false);
+  UniqueFd dir = containers ? open_dir_at(containers.get(), id) : UniqueFd();
+  if (!dir)
+    throw system_error("cannot open " + quote(path));
+  int rc;
+  while ((rc = ::flock(dir.get(), LOCK_EX)) != 0 && errno == EINTR) {
+  }
+  if (rc != 0)
+    throw system_error("cannot lock " + quote(path));
+  return dir;
+}
+
 std::vector<NamedDir> open_container_dirs(const std::string &state_dir) {
   std::vector<NamedDir> dirs;
   UniqueFd containers = open_containers(state_dir, false);

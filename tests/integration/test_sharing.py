@@ -384,6 +384,11 @@ def test_the_monitor_is_gpuslice_shim_detached_and_gone_with_the_container(shari
     shim = shim_of(cid)
     assert shim, "no gpuslice-shim for the container"
     proc = Path(f"/proc/{shim}")
+    # it is started as runc create ends: let it reach its loop (poll or
+    # ppoll) before its descriptors are counted
+    deadline = time.monotonic() + 10
+    while (proc / "syscall").read_text().split()[0] not in ("7", "271") and time.monotonic() < deadline:
+        time.sleep(0.01)
     # its own program, beside gpuslice-runtime, in its own session
     assert os.readlink(proc / "exe") == os.path.join(os.path.dirname(rt.argv[0]), "gpuslice-shim")
     stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
@@ -405,6 +410,14 @@ def test_the_monitor_is_gpuslice_shim_detached_and_gone_with_the_container(shari
     # not in the container's cgroup: neither frozen nor OOM-killed with it
     init = int((bundle.path / f"{cid}.pid").read_text())
     assert (proc / "cgroup").read_text() != Path(f"/proc/{init}/cgroup").read_text()
+    # started once runc had made the init, watching it from the first moment;
+    # recorded where restarts and the fast path look for it
+    argv = ocitest.monitors()[shim]
+    assert argv[argv.index("--init") + 1] == str(init) and "--pid-file" not in argv, argv
+    assert (state / "containers" / cid / "monitor").read_text().split()[0] == str(shim)
+    # no signal blocked, none ignored but SIGPIPE (bit 13), none caught
+    status = dict(line.split(":\t", 1) for line in (proc / "status").read_text().splitlines() if ":\t" in line)
+    assert int(status["SigBlk"], 16) == 0 and int(status["SigIgn"], 16) == 1 << 12, status
 
     rt.start(cid)
     assert ocitest.wait_pid(init, 30) == 0

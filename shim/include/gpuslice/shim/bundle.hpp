@@ -8,6 +8,7 @@
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/shim/modifiers.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@ struct CreateRequest {
   std::string bundle_dir;
   std::string container_id;
   std::string pid_file;
+  // `create`: the monitor of a container with limits is made ready but
+  // not started (BundleEdit::monitor); the caller starts it once runc has
+  // made the init.
+  bool defer_monitor = false;
 };
 
 struct BundleEdit {
@@ -28,6 +33,7 @@ struct BundleEdit {
   std::vector<std::string> devices;  // what was injected
   std::vector<std::string> warnings; // spec files that failed to load (others were used)
   bool shared = false;               // GPU limits were wired in
+  std::optional<PendingMonitor> monitor{}; // with defer_monitor: to start (launch_monitor, monitor_start.hpp)
 };
 
 // Throws Error naming the device, spec or file; config.json is then untouched

@@ -13,19 +13,23 @@
 
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/shim/command_line.hpp"
+#include "gpuslice/shim/modifiers.hpp"
 
+#include <optional>
 #include <string>
 
 namespace gpuslice::shim {
 
 // Runs `runtime cl.args` (a create) as a child that dies with this process,
 // then records the init whose pid runc wrote to `pid_file` in the
-// container's state dir. When runc fails, the state dir this process made is
-// removed and runc's status returned. When the init cannot be recorded, the
-// container is deleted (runc delete --force) and the state removed; throws
-// Error. The container never runs without its record: fail closed.
+// container's state dir and starts `monitor` (a container with limits) on
+// it. When runc fails, the state dir this process made is removed and
+// runc's status returned. When the init cannot be recorded or the monitor
+// not started, the container is deleted (runc delete --force) and the state
+// removed; throws Error. The container never runs without its record, nor
+// unmonitored: fail closed.
 int create_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
-                          const std::string &pid_file);
+                          const std::string &pid_file, std::optional<PendingMonitor> monitor);
 
 // `delete` of a container with state. A container whose init has ended
 // (the usual delete, after the task exited) has stale state: removed first,

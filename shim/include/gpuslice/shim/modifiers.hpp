@@ -11,6 +11,7 @@
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/selinux/labeler.hpp"
 #include "gpuslice/sharing/limits.hpp"
+#include "gpuslice/sharing/monitor.hpp"
 #include "gpuslice/shim/bundle_spec.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
@@ -33,6 +34,17 @@ struct HostPlan {
   std::optional<sharing::Limits> limits;                   // the container's: admitted per GPU (admission.hpp)
 };
 
+// A container's monitor made ready by commit_host (run/, the usage region
+// and its socket, the monitor's arguments) but not yet started: `create`
+// starts it once runc has made the init (launch_monitor, monitor_start.hpp),
+// so that its start-up does not compete with runc's create for the CPU and
+// it watches the init from the first moment.
+struct PendingMonitor {
+  sharing::MonitorSetup setup; // region, listener and activity table; nothing watched yet
+  std::string program;         // gpuslice-shim
+  std::vector<std::string> args;
+};
+
 struct CreateContext {
   BundleSpec &spec;
   const Config &config;
@@ -43,6 +55,8 @@ struct CreateContext {
   HostPlan plan;
   std::vector<std::string> warnings; // for gpuslice-runtime to log once the create is done
   int init_pid = 0;                  // the container's init when it runs already (gpuslice-hook)
+  bool defer_monitor = false;        // commit_host leaves the monitor in pending_monitor, not started
+  std::optional<PendingMonitor> pending_monitor{};
 };
 
 class Modifier {
@@ -84,7 +98,8 @@ CreatePlan plan_create(CreateContext &ctx, const std::string &bundle_dir, HookMo
 // Performs ctx.plan on the host: admission for a container with limits, the
 // state dir (stale ones collected first; a live id refused), its files, the
 // region and monitor (of ctx.init_pid when set, else of the pid runc writes
-// to pid_file), each labelled by ctx.plan.labeler; then `finish`.
+// to pid_file; only made ready, in ctx.pending_monitor, with
+// ctx.defer_monitor), each labelled by ctx.plan.labeler; then `finish`.
 // On failure (`finish`'s included) the state dir is removed. Throws Error.
 state::ContainerDir commit_host(CreateContext &ctx, const std::string &pid_file,
                                 const std::function<void(const state::ContainerDir &)> &finish);

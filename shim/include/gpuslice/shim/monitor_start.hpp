@@ -33,10 +33,19 @@ inline constexpr const char *kMonitorArgsFile = "monitor-args"; // NUL-separated
 inline constexpr const char *kRegionIdFile = "region-id";       // sharing::to_text(RegionId)
 inline constexpr const char *kLabelsFile = "selinux";           // mount label, process label: two lines
 
-// At create: run/, the region, its socket and the monitor, for `ctx`'s
-// container (commit). `pid_file` is runc's --pid-file, read once runc is
-// done (unused when ctx.init_pid is set). Throws Error.
+// At create: run/, the region, its socket and the monitor's arguments, for
+// `ctx`'s container (commit); the monitor itself is not started. Throws Error.
+PendingMonitor prepare_monitor(const state::ContainerDir &dir, const CreateContext &ctx);
+
+// prepare_monitor, then the monitor, started at once: of ctx.init_pid when
+// set (gpuslice-hook), else watching this process until it exits and then
+// the init whose pid runc wrote to `pid_file` (`run`). Throws Error.
 void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, const std::string &pid_file);
+
+// Starts `monitor` on the init recorded in `dir` (which the caller holds
+// locked: flock, as a restart does) and records it there. Throws Error when
+// the init is gone or the monitor cannot be started.
+void launch_monitor(PendingMonitor monitor, const state::ContainerDir &dir);
 
 // When container `id` has a monitor that is gone while its init lives,
 // starts another; returns what it did, for the log (nullopt: nothing to

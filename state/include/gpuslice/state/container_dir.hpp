@@ -102,6 +102,11 @@ std::vector<std::string> collect_stale(const std::string &state_dir);
 // between (the admission cap). Created when missing. Released on close.
 UniqueFd lock_containers(const std::string &state_dir);
 
+// Container dir <id>, opened and locked (flock, exclusive; waits): one
+// process at a time starts its monitor (gpuslice-runtime's create and its
+// restarts, monitor_start.hpp). Released on close. Throws Error.
+UniqueFd lock_container_dir(const std::string &state_dir, const std::string &id);
+
 // Every container directory (not the temporaries of creates in progress),
 // opened without following links; live or stale alike (collect_stale
 // first to see only live ones). None when there is no containers dir.

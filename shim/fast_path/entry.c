@@ -144,8 +144,48 @@ static char *append(char *p, const char *s) {
   return p;
 }
 
+static char small_buf[4096];
+
+/* 1: the process that record `name` of `dir` names runs; 0: it has ended;
+ * -1: unknown. */
+static int recorded_process_runs(int dir, const char *name) {
+  const int fd = sys_openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  long len = read_all(fd, small_buf, 64);
+  sys_close(fd);
+  unsigned long long pid, start, now;
+  if (len < 0 || gpuslice_fp_parse_process_record(small_buf, (size_t)len, &pid, &start) != 0)
+    return -1;
+  char path[32], digits[24]; /* no initializer: the compiler may make one a memset call */
+  int nd = 0;
+  do
+    digits[nd++] = (char)('0' + pid % 10);
+  while ((pid /= 10) != 0);
+  char *p = append(path, "/proc/");
+  while (nd)
+    *p++ = digits[--nd];
+  append(p, "/stat");
+  const int stat = sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+  if (stat == -ENOENT || stat == -ESRCH)
+    return 0;
+  if (stat < 0)
+    return -1;
+  len = read_all(stat, small_buf, sizeof small_buf - 1);
+  sys_close(stat);
+  if (len < 0)
+    return -1;
+  const int runs = gpuslice_fp_proc_stat_start(small_buf, (size_t)len, &now);
+  if (runs <= 0)
+    return runs;
+  return now == start ? 1 : 0; /* another process under a reused pid */
+}
+
 /* 1 when container `id` has a state dir (or may have: an error counts as
- * one), 0 when it has none; with `monitor`, whether it has a monitor. */
+ * one), 0 when it has none; with `monitor`, whether it has a monitor that
+ * the full program would have to start again: none runs where the state
+ * dir's record says (shim::restart_monitor_if_gone; a monitor that runs
+ * leaves it nothing to do). */
 static int has_state(const char *state_dir, const char *id, int monitor) {
   static const char containers[] = "/containers/", monitor_args[] = "/" GPUSLICE_FP_MONITOR_ARGS;
   if (!gpuslice_fp_safe_container_id(id))
@@ -154,19 +194,32 @@ static int has_state(const char *state_dir, const char *id, int monitor) {
     return 1;
   char *const end = append(append(append(state_path, state_dir), containers), id);
   struct statx st;
-  const long rc = sys_statx(AT_FDCWD, state_path, AT_SYMLINK_NOFOLLOW, &st);
+  long rc = sys_statx(AT_FDCWD, state_path, AT_SYMLINK_NOFOLLOW, &st);
   if (rc == -ENOENT)
     return 0;
   if (rc != 0 || !monitor)
     return 1;
   append(end, monitor_args);
-  return sys_statx(AT_FDCWD, state_path, AT_SYMLINK_NOFOLLOW, &st) != -ENOENT;
+  rc = sys_statx(AT_FDCWD, state_path, AT_SYMLINK_NOFOLLOW, &st);
+  if (rc == -ENOENT)
+    return 0;
+  if (rc != 0)
+    return 1;
+  *end = '\0';
+  const int dir = sys_openat(AT_FDCWD, state_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir < 0)
+    return 1;
+  const int runs = sys_statx(dir, "", AT_EMPTY_PATH, &st) == 0 && root_only(&st)
+                       ? recorded_process_runs(dir, GPUSLICE_FP_MONITOR_RECORD)
+                       : -1;
+  sys_close(dir);
+  return runs != 1;
 }
 
 /* Whether any argument after the verb could name a container for which the
  * full program would do more than exec the runtime (anything its parser
  * might take for the id is looked at): one with a state dir for delete and
- * exec, one with a monitor for the others. Arguments from `skip` on are
+ * exec, one whose monitor may have to be started again for the others. Arguments from `skip` on are
  * not looked at. */
 static int needs_full_program(int verb, int skip, char **argv, enum gpuslice_fp_verb_kind kind,
                               const char *state_dir) {
@@ -192,7 +245,6 @@ struct linux_dirent64 {
 };
 
 static char dents_buf[4096];
-static char small_buf[4096];
 
 /* Whether every entry of directory `dir` is a plain state file. */
 static int holds_only_plain_files(int dir) {
@@ -211,40 +263,6 @@ static int holds_only_plain_files(int dir) {
       at += d->d_reclen;
     }
   }
-}
-
-/* 1: the init the dir records runs; 0: it has ended; -1: unknown. */
-static int init_runs(int dir) {
-  const int fd = sys_openat(dir, GPUSLICE_FP_INIT_RECORD, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  long len = read_all(fd, small_buf, 64);
-  sys_close(fd);
-  unsigned long long pid, start, now;
-  if (len < 0 || gpuslice_fp_parse_init_record(small_buf, (size_t)len, &pid, &start) != 0)
-    return -1;
-  char path[32], digits[24]; /* no initializer: the compiler may make one a memset call */
-  int nd = 0;
-  do
-    digits[nd++] = (char)('0' + pid % 10);
-  while ((pid /= 10) != 0);
-  char *p = append(path, "/proc/");
-  while (nd)
-    *p++ = digits[--nd];
-  append(p, "/stat");
-  const int stat = sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-  if (stat == -ENOENT || stat == -ESRCH)
-    return 0;
-  if (stat < 0)
-    return -1;
-  len = read_all(stat, small_buf, sizeof small_buf - 1);
-  sys_close(stat);
-  if (len < 0)
-    return -1;
-  const int runs = gpuslice_fp_proc_stat_start(small_buf, (size_t)len, &now);
-  if (runs <= 0)
-    return runs;
-  return now == start ? 1 : 0; /* another process under a reused pid */
 }
 
 /* Removes the plain files of `dir` and then `id` from `containers`; a file
@@ -274,7 +292,7 @@ static void delete_plain(char **argv, char **envp, const char *runtime, const ch
   const int dir = sys_openat(containers, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   int runs = -1;
   if (dir >= 0 && sys_statx(dir, "", AT_EMPTY_PATH, &st) == 0 && root_only(&st) && holds_only_plain_files(dir))
-    runs = init_runs(dir);
+    runs = recorded_process_runs(dir, GPUSLICE_FP_INIT_RECORD);
   if (runs < 0) {
     if (dir >= 0)
       sys_close(dir);
@@ -304,7 +322,7 @@ static void delete_plain(char **argv, char **envp, const char *runtime, const ch
   while ((rc = sys_call(__NR_wait4, child, (long)&status, 0, 0, 0)) == -EINTR)
     ;
   const int code = rc != child ? 1 : (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f);
-  if (rc == child && code == 0 && init_runs(dir) == 0)
+  if (rc == child && code == 0 && recorded_process_runs(dir, GPUSLICE_FP_INIT_RECORD) == 0)
     remove_plain_dir(containers, dir, id);
   sys_exit(code);
 }

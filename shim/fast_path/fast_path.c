@@ -191,7 +191,7 @@ int gpuslice_fp_plain_state_file(const char *name) {
   return 0;
 }
 
-int gpuslice_fp_parse_init_record(const char *buf, size_t len, unsigned long long *pid, unsigned long long *start) {
+int gpuslice_fp_parse_process_record(const char *buf, size_t len, unsigned long long *pid, unsigned long long *start) {
   char text[64];
   if (len == 0 || len >= sizeof text)
     return -1;

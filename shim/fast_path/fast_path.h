@@ -66,12 +66,15 @@ int gpuslice_fp_find_verb(int argc, char *const *argv);
 const char *gpuslice_fp_plain_state_files(void);
 /* 1 when `name` is one of them. */
 int gpuslice_fp_plain_state_file(const char *name);
-/* The state dir's record of the container's init (state::kInitRecord). */
+/* The state dir's records of the container's init and of its monitor
+ * (state::kInitRecord, state::kMonitorRecord). */
 #define GPUSLICE_FP_INIT_RECORD "init"
+#define GPUSLICE_FP_MONITOR_RECORD "monitor"
 
-/* "PID START\n", as state::record_init writes it: 0 and the two numbers,
- * -1 for anything else. */
-int gpuslice_fp_parse_init_record(const char *buf, size_t len, unsigned long long *pid, unsigned long long *start);
+/* "PID START\n", as the state dir's records are written
+ * (state::write_process_record): 0 and the two numbers, -1 for anything
+ * else. */
+int gpuslice_fp_parse_process_record(const char *buf, size_t len, unsigned long long *pid, unsigned long long *start);
 /* /proc/PID/stat's text: 1 and the start time (field 22) of a process that
  * runs, 0 for one that has ended (a zombie), -1 when it cannot be read. */
 int gpuslice_fp_proc_stat_start(const char *buf, size_t len, unsigned long long *start);

@@ -149,6 +149,55 @@ def test_containers_with_state_or_a_monitor_are_left_to_the_full_program(gpuslic
     assert rt.list_ids() == []
 
 
+def start_time(pid: int) -> int:
+    """Field 22 of /proc/PID/stat, as the state dir's records hold it."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+
+
+def test_a_container_whose_monitor_runs_is_the_fast_paths(gpuslice_runtime, fresh_record, bundle, fake_gpu, cid,
+                                                          gpuslice_state_dir, test_tmp):
+    """For `state` and `start` of a container with a monitor the full
+    program's only extra is to start the monitor again when it is gone: while
+    the process its record names (pid and start time) runs, the entry execs
+    the runtime; for any doubt about the record it leaves the call to the
+    full program. A sleep stands in for the monitor (the entry only reads the
+    record and /proc)."""
+    rt, log = gpuslice_runtime, test_tmp / "strace.log"
+    state_dir, pid = created_with_a_device(rt, bundle, fake_gpu, cid, "sleep 2", gpuslice_state_dir)
+    record = state_dir / "monitor"
+    stand_in = subprocess.Popen(["sleep", "60"])
+    try:
+        (state_dir / "monitor-args").write_bytes(b"")
+        assert_took("full", rt, log, "state", cid)  # no record
+        os.unlink(state_dir / "region-id")  # written by the restart the full program tried
+        for text, taken in ((f"{stand_in.pid} {start_time(stand_in.pid)}\n", "fast"),
+                            (f"{stand_in.pid} {start_time(stand_in.pid) + 1}\n", "full"),  # a reused pid
+                            (f"{stand_in.pid} {start_time(stand_in.pid)}", "full"),  # not as the state dir writes it
+                            (f"{stand_in.pid}\n", "full")):
+            record.write_text(text)
+            assert_took(taken, rt, log, "state", cid)
+            (state_dir / "region-id").unlink(missing_ok=True)
+        record.write_text(f"{stand_in.pid} {start_time(stand_in.pid)}\n")
+        os.chmod(state_dir, 0o722)  # a state dir others could have written
+        assert_took("full", rt, log, "state", cid)
+        os.chmod(state_dir, 0o700)
+        record.unlink()
+        record.symlink_to(test_tmp / "elsewhere")
+        (test_tmp / "elsewhere").write_text(f"{stand_in.pid} {start_time(stand_in.pid)}\n")
+        assert_took("full", rt, log, "state", cid)
+        record.unlink()
+        record.write_text(f"{stand_in.pid} {start_time(stand_in.pid)}\n")
+        assert_took("fast", rt, log, "start", cid)
+    finally:
+        stand_in.kill()
+        stand_in.wait()
+    (state_dir / "region-id").unlink(missing_ok=True)
+    assert_took("full", rt, log, "state", cid)  # the monitor it names has ended
+    assert ocitest.wait_pid(pid, 30) == 0
+    rt.delete(cid)
+    assert not state_dir.exists()
+
+
 def test_delete_of_a_live_container_with_devices_is_fast_and_keeps_the_state_until_it_is_gone(
         gpuslice_runtime, fresh_record, bundle, fake_gpu, cid, gpuslice_state_dir, test_tmp):
     """The entry runs the runtime as a child and removes the state dir

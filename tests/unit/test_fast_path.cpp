@@ -252,12 +252,13 @@ TEST_CASE("fast path: a delete's plain state files are all a container without l
                            "init.tmp", ".init.tmp", "format/"})
     CHECK_FALSE(gpuslice_fp_plain_state_file(name));
   CHECK(std::string(GPUSLICE_FP_INIT_RECORD) == state::kInitRecord);
+  CHECK(std::string(GPUSLICE_FP_MONITOR_RECORD) == state::kMonitorRecord);
 }
 
-TEST_CASE("fast path: reads the init record as the state dir does", "[fast-path]") {
+TEST_CASE("fast path: reads the init and monitor records as the state dir does", "[fast-path]") {
   auto c_parse = [](const std::string &text) -> std::optional<state::ProcessId> {
     unsigned long long pid = 0, start = 0;
-    if (gpuslice_fp_parse_init_record(text.data(), text.size(), &pid, &start) != 0)
+    if (gpuslice_fp_parse_process_record(text.data(), text.size(), &pid, &start) != 0)
       return std::nullopt;
     return state::ProcessId{static_cast<int>(pid), start};
   };

@@ -35,7 +35,9 @@
 #include "gpuslice/state/container_dir.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cstdio>
@@ -151,6 +153,12 @@ int run(int argc, char **argv) {
     setup.on_init = [&](int pid) { enforcer->init_started(pid); };
     setup.on_interval = [&, region = setup.region.get()] { enforcer->check(region); };
   }
+  // Started at kMonitorStartNice, so that loading did not slow the
+  // container's start; the loop (answering the container, enforcing) runs
+  // at the default priority.
+  if (::setpriority(PRIO_PROCESS, 0, 0) != 0 && log)
+    std::fprintf(log, "gpuslice-shim container %s: cannot return to nice 0: %s\n", opt["--id"].c_str(),
+                 std::strerror(errno));
   sharing::run_monitor(setup);
   if (log)
     std::fclose(log);

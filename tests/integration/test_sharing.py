@@ -393,6 +393,9 @@ def test_the_monitor_is_gpuslice_shim_detached_and_gone_with_the_container(shari
     assert os.readlink(proc / "exe") == os.path.join(os.path.dirname(rt.argv[0]), "gpuslice-shim")
     stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
     assert int(stat[3]) == shim, "not a session leader"  # field 6: session
+    # started at nice 19 (its loading gives way to the container's start),
+    # at the default priority in its loop
+    assert int(stat[16]) == 0, "nice %s" % stat[16]  # field 19: nice
     # nothing inherited: an environment of PATH alone, stdio on /dev/null,
     # the listener, region, watched process and activity table at 3..6 (by
     # now the watched runtime is gone: the init's pidfd replaced it)

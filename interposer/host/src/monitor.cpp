@@ -338,6 +338,7 @@ int monitor_exec_child(void *arg) {
     for (rlim_t fd = kShimActivityFd + 1; fd < top; fd++)
       ::close(static_cast<int>(fd));
   }
+  ::setpriority(PRIO_PROCESS, 0, kMonitorStartNice);
   sigset_t none;
   ::sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);

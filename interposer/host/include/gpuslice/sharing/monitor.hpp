@@ -73,6 +73,10 @@ void spawn_monitor(MonitorSetup setup);
 // monitor is its child until it exits). setup.cleanup and setup.name are
 // not used: `args` say what to clean.
 inline constexpr int kShimListenerFd = 3, kShimRegionFd = 4, kShimWatchedFd = 5, kShimActivityFd = 6;
+// The nice value the program starts at: its start-up (ld.so, loading NVML:
+// milliseconds of CPU) gives way to the container's own start on a small
+// node. gpuslice-shim returns to 0 before its loop.
+inline constexpr int kMonitorStartNice = 19;
 pid_t exec_monitor(MonitorSetup setup, const std::string &program, const std::vector<std::string> &args);
 
 // The monitor's loop, in the calling process; returns when it is done.

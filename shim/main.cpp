@@ -27,6 +27,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <unistd.h>
 #include <cstring>
 
 using namespace gpuslice;
@@ -154,10 +155,16 @@ int run(shim::CommandLine &cl) {
 
 int main(int argc, char **argv) {
   shim::CommandLine cl = shim::parse_command_line(argc, argv);
+  int status;
   try {
-    return run(cl);
+    status = run(cl);
   } catch (const std::exception &e) {
     // A bug, not a refusal: still one line where containerd shows it.
-    return fail(cl, Config{}, std::string("internal error: ") + e.what());
+    status = fail(cl, Config{}, std::string("internal error: ") + e.what());
   }
+  // Out without the destructors of static objects (as mold does): every
+  // call is on a container's critical path, and the kernel frees the rest.
+  log::flush();
+  std::fflush(nullptr);
+  ::_exit(status);
 }

@@ -19,6 +19,7 @@
 #include "gpuslice/shim/fast_path_record.hpp"
 #include "gpuslice/shim/lifecycle.hpp"
 #include "gpuslice/shim/monitor_start.hpp"
+#include "gpuslice/shim/requests.hpp"
 #include "gpuslice/shim/runtime.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
@@ -78,7 +79,8 @@ int run(shim::CommandLine &cl) {
   }
   // What the next calls' fast path (shim/fast_path/) may rely on.
   if (config_read)
-    shim::save_fast_path_record(config_file, config_text, runtime, config.state_dir, GPUSLICE_FAST_PATH_DIR);
+    shim::save_fast_path_record(config_file, config_text, runtime, config.state_dir, shim::create_triggers(config),
+                                GPUSLICE_FAST_PATH_DIR);
 
   if (cl.deletes() && !cl.container_id.empty() && state::container_dir_exists(config.state_dir, cl.container_id)) {
     try {

@@ -2,9 +2,12 @@
  * before the C library starts. It reads only the kernel's initial stack and
  * makes raw system calls; on every doubt it closes what it opened, leaves
  * the stack as it found it and jumps to glibc's _start, so the full program
- * runs exactly as if this did not exist. One call it finishes itself: the
- * delete of a live container with devices and no limits (delete_plain),
- * whose runtime it runs as a child before removing the state dir.
+ * runs exactly as if this did not exist. It also takes a create or run
+ * whose config.json cannot hold a request (spec_without_request), leaving
+ * any temporary config.json a killed create left to the next create the
+ * full program runs. One call it finishes itself: the delete of a live
+ * container with devices and no limits (delete_plain), whose runtime it runs
+ * as a child before removing the state dir.
  *
  * Built freestanding: no stack protector (its canary lives in TLS, which
  * glibc has not set up), no call the compiler might invent (memcpy, strlen:
@@ -229,6 +232,37 @@ static int needs_full_program(int verb, int skip, char **argv, enum gpuslice_fp_
   return 0;
 }
 
+/* ---- create and run of a container that asks for nothing ---------------
+ * Most containers on a GPU node ask for no GPU: the full program would read
+ * their config.json, find no request and exec the runtime. The entry reads
+ * the same bytes and execs the runtime when they cannot hold a request
+ * (gpuslice_fp_spec_may_request, with the triggers the full program put in
+ * the record); the full program runs on any doubt. */
+
+static char spec_buf[1 << 20];
+
+/* 1 when the create's config.json was read and holds no request. */
+static int spec_without_request(int argc, char **argv, int verb, const struct gpuslice_fp_record *r) {
+  static const char name[] = "/config.json";
+  const char *bundle;
+  if (r->create_triggers < 0 || gpuslice_fp_create_bundle(argc, argv, verb, &bundle) != 0)
+    return 0;
+  if (!bundle)
+    bundle = ".";
+  if (gpuslice_fp_strlen(bundle) + sizeof name > sizeof state_path)
+    return 0;
+  append(append(state_path, bundle), name);
+  const int fd = sys_openat(AT_FDCWD, state_path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  struct statx st;
+  const long len = sys_statx(fd, "", AT_EMPTY_PATH, &st) == 0 && S_ISREG(st.stx_mode)
+                       ? read_all(fd, spec_buf, sizeof spec_buf - 1)
+                       : -1;
+  sys_close(fd);
+  return len >= 0 && !gpuslice_fp_spec_may_request(spec_buf, (size_t)len, r);
+}
+
 /* ---- delete of a container with devices and no limits ------------------
  * What shim::delete_with_state does, for a state dir that holds only the
  * files of gpuslice_fp_plain_state_file: a container whose init has ended
@@ -345,8 +379,6 @@ void gpuslice_fast_path(long *sp) {
     return;
   const int verb = gpuslice_fp_find_verb(argc, argv);
   const enum gpuslice_fp_verb_kind kind = verb < argc ? gpuslice_fp_verb_kind(argv[verb]) : GPUSLICE_FP_PLAIN;
-  if (kind == GPUSLICE_FP_BUNDLE)
-    return;
 
   const char *config_path = env_value(envp, "GPUSLICE_CONFIG");
   if (!config_path || !*config_path)
@@ -363,7 +395,9 @@ void gpuslice_fast_path(long *sp) {
    * for it) is the only one with a state dir may still be the entry's. */
   const int plain_delete = kind == GPUSLICE_FP_STATEFUL && gpuslice_fp_streq(argv[verb], "delete") &&
                            argc > verb + 1 && has_state(r.state_dir, argv[argc - 1], 0);
-  if (kind != GPUSLICE_FP_PLAIN && needs_full_program(verb, plain_delete ? argc - 1 : argc, argv, kind, r.state_dir))
+  if (kind == GPUSLICE_FP_BUNDLE ? !spec_without_request(argc, argv, verb, &r)
+                                 : kind != GPUSLICE_FP_PLAIN &&
+                                       needs_full_program(verb, plain_delete ? argc - 1 : argc, argv, kind, r.state_dir))
     return;
 
   /* The runtime the record names, still the very file it resolved to. */

@@ -151,6 +151,18 @@ int gpuslice_fp_parse_record(char *buf, size_t len, struct gpuslice_fp_record *o
     return -1;
   if (!(line = take_line(&p, end)) || !absolute(out->state_dir = after(line, "state-dir ")))
     return -1;
+  if (!(line = take_line(&p, end)) || !(v = after(line, "create-triggers ")))
+    return -1;
+  unsigned long long triggers;
+  if (gpuslice_fp_streq(v, "none"))
+    out->create_triggers = -1;
+  else if (parse_u64(v, '\0', &triggers) && triggers <= GPUSLICE_FP_MAX_CREATE_TRIGGERS)
+    out->create_triggers = (int)triggers;
+  else
+    return -1;
+  for (int i = 0; i < out->create_triggers; ++i)
+    if (!(line = take_line(&p, end)) || !*(out->create_trigger[i] = line))
+      return -1;
   if (!(line = take_line(&p, end)) || !(v = after(line, "config-bytes ")))
     return -1;
   out->config = p;
@@ -178,6 +190,86 @@ int gpuslice_fp_record_matches(const struct gpuslice_fp_record *r, const char *c
   if (!path_env != !r->path_env)
     return 0;
   return !path_env || gpuslice_fp_streq(path_env, r->path_env);
+}
+
+int gpuslice_fp_create_bundle(int argc, char *const *argv, int verb, const char **bundle) {
+  static const char with_value[] = "--bundle\0-b\0--console-socket\0--pid-file\0--preserve-fds\0";
+  static const char flags[] = "--no-pivot\0--no-new-keyring\0--detach\0-d\0--keep\0--no-subreaper\0";
+  int ids = 0;
+  *bundle = 0;
+  for (int i = verb + 1; i < argc; ++i) {
+    const char *arg = argv[i];
+    if (arg[0] != '-') {
+      ++ids;
+      continue;
+    }
+    size_t len = 0;
+    while (arg[len] && arg[len] != '=')
+      ++len;
+    int known = 0;
+    for (const char *f = flags; *f && !known; f += gpuslice_fp_strlen(f) + 1)
+      known = !arg[len] && gpuslice_fp_streq(f, arg);
+    if (known)
+      continue;
+    for (const char *f = with_value; *f && !known; f += gpuslice_fp_strlen(f) + 1)
+      known = gpuslice_fp_strlen(f) == len && bytes_equal(f, arg, len);
+    if (!known)
+      return -1;
+    const char *value = arg[len] ? arg + len + 1 : (i + 1 < argc ? argv[++i] : 0);
+    if (!value)
+      return -1;
+    if (len == 2 || (len == 8 && bytes_equal(arg, "--bundle", 8)))
+      *bundle = value; /* -b or --bundle: the last one counts */
+  }
+  return ids == 1 ? 0 : -1;
+}
+
+/* Whether needle (NUL-terminated, not empty) occurs in hay[0..len). */
+static int contains(const char *hay, size_t len, const char *needle) {
+  const size_t n = gpuslice_fp_strlen(needle);
+  for (size_t i = 0; n && i + n <= len; ++i)
+    if (hay[i] == needle[0] && bytes_equal(hay + i, needle, n))
+      return 1;
+  return 0;
+}
+
+static int json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+int gpuslice_fp_spec_may_request(const char *json, size_t len, const struct gpuslice_fp_record *r) {
+  if (r->create_triggers < 0)
+    return 1;
+  for (int i = 0; i < r->create_triggers; ++i)
+    if (contains(json, len, r->create_trigger[i]))
+      return 1;
+  for (size_t i = 0; i < len; ++i) {
+    if (json[i] == '\0' || (json[i] == '\\' && i + 1 < len && (json[i + 1] == 'u' || json[i + 1] == '/')))
+      return 1;
+    static const char key[] = "\"path\"";
+    if (i + sizeof key - 1 > len || !bytes_equal(json + i, key, sizeof key - 1))
+      continue;
+    size_t j = i + sizeof key - 1;
+    while (j < len && json_space(json[j]))
+      ++j;
+    if (j >= len || json[j] != ':')
+      continue; /* a value "path", not a key */
+    ++j;
+    while (j < len && json_space(json[j]))
+      ++j;
+    if (j >= len || json[j] != '"')
+      continue; /* not a string: the full program takes no name from it */
+    const size_t start = ++j;
+    int equals = 0;
+    for (; j < len && json[j] != '"'; ++j) {
+      if (json[j] == '\\')
+        return 1;
+      equals |= json[j] == '=';
+    }
+    if (j >= len)
+      return 1;
+    if (equals && (j == start || json[start] != '/'))
+      return 1;
+  }
+  return 0;
 }
 
 const char *gpuslice_fp_plain_state_files(void) {

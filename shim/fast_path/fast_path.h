@@ -1,7 +1,7 @@
 /* gpuslice-runtime's fast path: what it decides before the C library starts.
  *
- * Most runtime calls concern containers that asked for no GPU: their start,
- * state, kill and delete only need the low-level runtime. gpuslice-runtime
+ * Most runtime calls concern containers that asked for no GPU: their
+ * create, start, state, kill and delete only need the low-level runtime. gpuslice-runtime
  * is a static glibc program, and on a virtual machine glibc's start-up
  * (CPUID, each an exit to the hypervisor) costs more than everything else
  * the wrapper does. So its ELF entry point is entry.c, which runs first,
@@ -11,8 +11,9 @@
  *
  * What it may rely on is a record the full program wrote (fast_path_cache):
  * for one config file's exact bytes and one $PATH, the runtime that file
- * resolves to and its state dir. The full program is the only reader of the
- * config; the fast path only compares bytes. Everything here is pure (no
+ * resolves to, its state dir and what in a config.json asks for a GPU.
+ * The full program is the only reader of the config; the fast path only
+ * compares and scans bytes. Everything here is pure (no
  * system call, no C library) so that it builds into the freestanding entry
  * and into the unit tests alike. */
 #ifndef GPUSLICE_SHIM_FAST_PATH_H
@@ -27,7 +28,7 @@ extern "C" {
 /* Where the full program keeps its records, one per config path (its
  * FNV-1a name below): root's, on /run so that a boot forgets them. */
 #define GPUSLICE_FAST_PATH_DIR "/run/gpuslice/runtime-fast-path"
-#define GPUSLICE_FAST_PATH_MAGIC "gpuslice-runtime fast path 1\n"
+#define GPUSLICE_FAST_PATH_MAGIC "gpuslice-runtime fast path 2\n"
 /* The largest config file whose bytes a record holds; a larger one always
  * takes the full program. */
 #define GPUSLICE_FAST_PATH_MAX_CONFIG 16384
@@ -88,6 +89,9 @@ void gpuslice_fp_record_name(const char *s, char out[17]);
 
 /* A record, parsed: pointers into the buffer given (lines NUL-terminated in
  * place), the config's bytes last. */
+/* The most create triggers a record holds (more: no create on the fast path). */
+#define GPUSLICE_FP_MAX_CREATE_TRIGGERS 16
+
 struct gpuslice_fp_record {
   const char *config_path;
   int config_absent;       /* the full program found no file there */
@@ -95,6 +99,11 @@ struct gpuslice_fp_record {
   const char *runtime;     /* absolute */
   unsigned long long runtime_dev_major, runtime_dev_minor, runtime_ino;
   const char *state_dir;   /* absolute, clean */
+  /* What in a config.json makes the full program look at a create
+   * (shim::create_triggers: the annotation prefixes, the env names of
+   * requests and limits); -1 triggers: every create is the full program's. */
+  int create_triggers;
+  const char *create_trigger[GPUSLICE_FP_MAX_CREATE_TRIGGERS];
   const char *config;      /* its bytes, config_size of them */
   size_t config_size;
 };
@@ -107,6 +116,18 @@ int gpuslice_fp_parse_record(char *buf, size_t len, struct gpuslice_fp_record *o
  * (config == NULL: no file there) and this $PATH (NULL: unset). */
 int gpuslice_fp_record_matches(const struct gpuslice_fp_record *r, const char *config_path, const char *config,
                                size_t config_size, const char *path_env);
+
+/* The bundle of a create or run (argv[verb] the verb) whose flags are all
+ * ones this knows, of runc's and crun's create and run, with one container
+ * id: 0 and *bundle (NULL: the current directory); -1 for anything else. */
+int gpuslice_fp_create_bundle(int argc, char *const *argv, int verb, const char **bundle);
+
+/* Whether a config.json (its bytes, unparsed) may hold what makes the full
+ * program do more than exec the runtime at create: 0 only when it holds none
+ * of r's create triggers, no escape that could spell one (\u, \/), no NUL,
+ * and no "path" whose value is relative and holds '=' (a CDI device name in
+ * linux.devices). 1 on any doubt. */
+int gpuslice_fp_spec_may_request(const char *json, size_t len, const struct gpuslice_fp_record *r);
 
 /* Small string helpers of the freestanding code (no C library there). */
 size_t gpuslice_fp_strlen(const char *s);

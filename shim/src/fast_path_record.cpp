@@ -1,5 +1,7 @@
 #include "gpuslice/shim/fast_path_record.hpp"
 
+#include <algorithm>
+
 #include "../fast_path/fast_path.h"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
@@ -52,20 +54,29 @@ std::optional<std::string> fast_path_record(const FastPathFacts &f) {
   r += "runtime-id " + std::to_string(f.runtime_dev_major) + " " + std::to_string(f.runtime_dev_minor) + " " +
        std::to_string(f.runtime_ino) + "\n";
   r += "state-dir " + state_dir + "\n";
+  const auto &triggers = f.create_triggers;
+  const bool usable = triggers && triggers->size() <= GPUSLICE_FP_MAX_CREATE_TRIGGERS &&
+                      std::all_of(triggers->begin(), triggers->end(),
+                                  [](const std::string &t) { return !t.empty() && one_line(t); });
+  r += usable ? "create-triggers " + std::to_string(triggers->size()) + "\n" : std::string("create-triggers none\n");
+  if (usable)
+    for (const auto &t : *triggers)
+      r += t + "\n";
   r += f.config_text ? "config-bytes " + std::to_string(f.config_text->size()) + "\n" + *f.config_text
                      : std::string("config-bytes absent\n");
   return r;
 }
 
 void save_fast_path_record(const std::string &config_path, const std::optional<std::string> &config_text,
-                           const std::string &runtime, const std::string &state_dir, const std::string &dir) {
+                           const std::string &runtime, const std::string &state_dir,
+                           const std::vector<std::string> &create_triggers, const std::string &dir) {
   if (::geteuid() != 0)
     return;
   struct stat st {};
   if (::stat(runtime.c_str(), &st) != 0)
     return;
   FastPathFacts facts{config_path, config_text, std::nullopt, runtime, major(st.st_dev), minor(st.st_dev),
-                      st.st_ino, state_dir};
+                      st.st_ino, state_dir, create_triggers};
   if (const char *path = std::getenv("PATH"))
     facts.path_env = path;
   const auto record = fast_path_record(facts);

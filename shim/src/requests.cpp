@@ -1,4 +1,5 @@
 #include "gpuslice/shim/requests.hpp"
+#include "gpuslice/shim/sharing.hpp"
 
 #include "gpuslice/cdi/annotations.hpp"
 #include "gpuslice/cdi/names.hpp"
@@ -21,6 +22,17 @@ void add(Requests &r, std::set<std::string> &seen, const std::string &device) {
 }
 
 } // namespace
+
+std::vector<std::string> create_triggers(const Config &config) {
+  std::vector<std::string> triggers;
+  for (const auto &p : config.annotation_prefixes)
+    if (!p.empty()) // matches nothing (cdi::parse_annotations)
+      triggers.push_back(p);
+  if (config.accept_env_requests)
+    triggers.insert(triggers.end(), std::begin(kEnvRequestVars), std::end(kEnvRequestVars));
+  triggers.insert(triggers.end(), std::begin(kLimitEnvVars), std::end(kLimitEnvVars));
+  return triggers;
+}
 
 std::vector<std::string> devices_from_env_value(const std::string &value, const std::string &default_kind) {
   std::vector<std::string> out;

@@ -149,7 +149,7 @@ std::optional<sharing::Limits> container_limits(const std::vector<ClaimedEnv> &c
 
 void refuse_limits_not_claimed(const cdi::OciSpec &oci) {
   const auto env = process_env(oci);
-  for (const char *key : {"GPUSLICE_MEMORY_LIMIT", "GPUSLICE_COMPUTE_LIMIT"})
+  for (const char *key : kLimitEnvVars)
     if (env_value(env, key))
       throw Error(std::string("the container's environment sets ") + key +
                   ", but no device it claims through a cdi.k8s.io/ container annotation carries a limit, so "

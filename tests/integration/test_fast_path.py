@@ -38,12 +38,16 @@ def record_of(rt: ocitest.Runtime) -> Path:
 
 
 def path_taken(rt: ocitest.Runtime, log: Path, *args: str, env: dict | None = None, prefix: tuple = ()) -> tuple[str, subprocess.CompletedProcess]:
-    """("fast" or "full", the call) for `rt` called with args under strace."""
+    """("fast" or "full", the call) for `rt` called with args under strace.
+    A create is traced without its children: strace would wait for the
+    container's init, which waits for `start`."""
     wrapper = rt.argv[0]
-    p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=execve,arch_prctl", "-o", str(log), *prefix, *rt.cmd(*args)],
+    follow = ["-f"] if "create" not in args else []
+    p = subprocess.run(["strace", *follow, "-qq", "-e", "trace=execve,arch_prctl", "-o", str(log), *prefix, *rt.cmd(*args)],
                        env=rt.env if env is None else env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                        timeout=60)
-    events = [line.split(None, 1) for line in log.read_text().splitlines()]
+    # "PID call" lines with -f, plain "call" lines without
+    events = [line.split(None, 1) if follow else ["0", line] for line in log.read_text().splitlines()]
     start = next(i for i, (_, call) in enumerate(events) if call.startswith(f'execve("{wrapper}"') and "= 0" in call)
     pid = events[start][0]
     # the next of the wrapper's own calls, or the runtime's execve in a
@@ -115,6 +119,58 @@ def test_container_without_request_starts_and_ends_on_the_fast_path(gpuslice_run
     assert rt.list_ids() == []
     assert (bundle.path / f"{cid}.out").read_text() == "fast\n"
     assert not (gpuslice_state_dir / "containers" / cid).exists()
+
+    # the record in place, a create that asks for nothing is the entry's too
+    second = cid + "-2"
+    assert_took("fast", rt, log, *create_args(bundle, second), prefix=QUIET)
+    pid = int((bundle.path / f"{second}.pid").read_text())
+    assert_took("fast", rt, log, "start", second)
+    assert ocitest.wait_pid(pid, 30) == 3
+    assert_took("fast", rt, log, "delete", second)
+    assert not (gpuslice_state_dir / "containers" / second).exists()
+
+
+# create's stdio is the container's: on a pipe, the call would not return
+QUIET = ("sh", "-c", 'exec "$@" </dev/null >/dev/null 2>&1', "sh")
+
+
+def create_args(bundle: ocitest.Bundle, cid: str) -> tuple:
+    return "create", "--bundle", str(bundle.path), "--pid-file", str(bundle.path / f"{cid}.pid"), cid
+
+
+def test_a_create_that_may_ask_for_a_device_is_the_full_programs(gpuslice_runtime, fresh_record, bundle, fake_gpu,
+                                                                  cid, gpuslice_state_dir, test_tmp):
+    """A request the entry's scan of config.json could miss would give a
+    container no device, or no limit: every spelling of one, and whatever
+    could hide one (a JSON escape), goes to the full program, which then
+    injects the device."""
+    rt, log = gpuslice_runtime, test_tmp / "strace.log"
+    bundle.shell("exit 0")
+    bundle.write()
+    rt.create(bundle, cid)  # the full program writes the record
+    rt.delete(cid, force=True)
+    key = ANNOTATION.replace("/", "\\/")  # "cdi.k8s.io\/gpuslice-test": the same key once parsed
+    for n, spelling in enumerate((ANNOTATION, key, ANNOTATION.replace("c", "\\u0063", 1))):
+        bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+        text = bundle.write().decode().replace(json.dumps(ANNOTATION), json.dumps(ANNOTATION).replace(ANNOTATION, spelling))
+        bundle.config_path.write_text(text)
+        one = f"{cid}-{n}"
+        assert_took("full", rt, log, *create_args(bundle, one), prefix=QUIET)
+        assert (gpuslice_state_dir / "containers" / one / "cdi-env").exists(), spelling  # the device is in
+        rt.delete(one, force=True)
+    # a device named in linux.devices, and a limit in the env
+    bundle.spec["annotations"].pop(ANNOTATION)
+    bundle.spec["linux"].setdefault("devices", []).append({"path": fake_gpu.qualified("0")})
+    bundle.write()
+    assert_took("full", rt, log, *create_args(bundle, cid + "-dev"), prefix=QUIET)
+    assert (gpuslice_state_dir / "containers" / (cid + "-dev")).exists()
+    rt.delete(cid + "-dev", force=True)
+    bundle.spec["linux"]["devices"].pop()
+    bundle.spec["process"]["env"].append("GPUSLICE_MEMORY_LIMIT=1Gi")
+    bundle.write()
+    taken, p = path_taken(rt, log, *create_args(bundle, cid + "-env"), prefix=QUIET)
+    assert (taken, p.returncode) == ("full", 1)  # refused: a limit no claimed device carries
+    assert cid + "-env" not in rt.list_ids()
 
 
 def test_containers_with_state_or_a_monitor_are_left_to_the_full_program(gpuslice_runtime, fresh_record, bundle,

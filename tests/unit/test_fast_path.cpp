@@ -7,6 +7,8 @@
 #include "gpuslice/shim/exec_env.hpp"
 #include "gpuslice/shim/fast_path_record.hpp"
 #include "gpuslice/shim/monitor_start.hpp"
+#include "gpuslice/shim/requests.hpp"
+#include "gpuslice/shim/sharing.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
 #include "../../shim/fast_path/fast_path.h"
@@ -36,6 +38,7 @@ FastPathFacts sample_facts() {
   f.runtime_dev_minor = 2;
   f.runtime_ino = 1234567;
   f.state_dir = "/run/gpuslice/";
+  f.create_triggers = std::vector<std::string>{"cdi.k8s.io/", "GPUSLICE_MEMORY_LIMIT"};
   return f;
 }
 
@@ -140,6 +143,9 @@ TEST_CASE("fast path: reads back the record the full program writes", "[fast-pat
   CHECK(p.r.runtime_ino == 1234567);
   CHECK(p.r.config_absent == 0);
   CHECK(std::string(p.r.config, p.r.config_size) == *facts.config_text);
+  REQUIRE(p.r.create_triggers == 2);
+  CHECK(std::string(p.r.create_trigger[0]) == "cdi.k8s.io/");
+  CHECK(std::string(p.r.create_trigger[1]) == "GPUSLICE_MEMORY_LIMIT");
 
   CHECK(matches(p.r, facts.config_path, facts.config_text, "/usr/sbin:/usr/bin"));
   // Anything else the full program would read differently: no match.
@@ -190,6 +196,21 @@ TEST_CASE("fast path: no record for what it could not compare or use", "[fast-pa
   auto f = sample_facts();
   f.config_text = std::string(GPUSLICE_FAST_PATH_MAX_CONFIG, '#');
   CHECK(fast_path_record(f));
+  // triggers it could not write: a record all the same, with no create on the fast path
+  const std::vector<std::pair<const char *, std::optional<std::vector<std::string>>>> no_create = {
+      {"none given", std::nullopt},
+      {"an empty one", std::vector<std::string>{"cdi.k8s.io/", ""}},
+      {"a newline in one", std::vector<std::string>{"cdi.k8s.io/\nGPUSLICE_"}},
+      {"too many", std::vector<std::string>(GPUSLICE_FP_MAX_CREATE_TRIGGERS + 1, "x")},
+  };
+  for (const auto &[what, triggers] : no_create) {
+    INFO(what);
+    f = sample_facts();
+    f.create_triggers = triggers;
+    const auto p = parse_record(*fast_path_record(f));
+    CHECK(p.rc == 0);
+    CHECK(p.r.create_triggers == -1);
+  }
 }
 
 TEST_CASE("fast path: any record not exactly as written is refused", "[fast-path]") {
@@ -206,7 +227,13 @@ TEST_CASE("fast path: any record not exactly as written is refused", "[fast-path
     REQUIRE(at != std::string::npos);
     return s.replace(at, from.size(), to);
   };
-  CHECK(parse_record(replaced("fast path 1", "fast path 2")).rc == -1);
+  CHECK(parse_record(replaced("fast path 2", "fast path 1")).rc == -1); // an older gpuslice's
+  CHECK(parse_record(replaced("create-triggers 2\n", "create-triggers 3\n")).rc == -1);
+  CHECK(parse_record(replaced("create-triggers 2\n", "create-triggers 02\n")).rc == -1);
+  CHECK(parse_record(replaced("create-triggers 2\ncdi.k8s.io/\n", "create-triggers 2\n\n")).rc == -1);
+  CHECK(parse_record(replaced("create-triggers 2\ncdi.k8s.io/\nGPUSLICE_MEMORY_LIMIT\n", "create-triggers 0\n")).rc == 0);
+  CHECK(parse_record(replaced("create-triggers 2\ncdi.k8s.io/\nGPUSLICE_MEMORY_LIMIT\n", "create-triggers 17\n")).rc == -1);
+  CHECK(parse_record(replaced("create-triggers 2\ncdi.k8s.io/\nGPUSLICE_MEMORY_LIMIT\n", "create-triggers none\n")).rc == 0);
   CHECK(parse_record(replaced("runtime-id 259 ", "runtime-id 0259 ")).rc == -1);
   CHECK(parse_record(replaced("runtime-id 259 ", "runtime-id -259 ")).rc == -1);
   CHECK(parse_record(replaced("runtime-id 259 2 ", "runtime-id 259  2 ")).rc == -1);
@@ -301,4 +328,149 @@ TEST_CASE("fast path: reads /proc/PID/stat as the state dir does", "[fast-path]"
   for (const std::string &bad : {std::string(""), std::string("42 no paren S") + tail, std::string("42 (short) S 1 2\n"),
                                 std::string("42 (n) S 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 98x 1\n")})
     CHECK(gpuslice_fp_proc_stat_start(bad.data(), bad.size(), &start) == -1);
+}
+
+TEST_CASE("fast path: a create's bundle is the one the full parser finds", "[fast-path]") {
+  using Args = std::vector<std::string>;
+  const std::vector<std::pair<Args, std::optional<std::string>>> cases = {
+      // bundle found (std::nullopt: refused, the full program reads it)
+      {{"create", "c1"}, std::string()},
+      {{"create", "--bundle", "/b", "c1"}, std::string("/b")},
+      {{"create", "-b", "/b", "--pid-file", "/p", "c1"}, std::string("/b")},
+      {{"create", "--bundle=/b", "--console-socket=/s", "--no-pivot", "c1"}, std::string("/b")},
+      {{"create", "-b=/a", "--bundle", "/b", "--preserve-fds", "2", "--no-new-keyring", "c1"}, std::string("/b")},
+      {{"run", "-d", "--bundle", "/b", "--keep", "--no-subreaper", "c1"}, std::string("/b")},
+      {{"create", "c1", "--bundle", "/b"}, std::string("/b")},
+      {{"create", "--config", "/other.json", "c1"}, std::nullopt}, // crun's: not known here
+      {{"create", "--detach=true", "c1"}, std::nullopt},
+      {{"create", "c1", "c2"}, std::nullopt},
+      {{"create", "--bundle", "/b"}, std::nullopt},
+      {{"create", "c1", "--bundle"}, std::nullopt},
+      {{"create", "-x", "c1"}, std::nullopt},
+  };
+  for (const auto &[verb_args, bundle] : cases) {
+    Args args{"gpuslice-runtime", "--root", "/run/runc", "--log=/l"};
+    args.insert(args.end(), verb_args.begin(), verb_args.end());
+    std::vector<char *> argv;
+    for (auto &a : args)
+      argv.push_back(const_cast<char *>(a.c_str()));
+    argv.push_back(nullptr);
+    INFO(args.size() << " args, verb " << verb_args[0] << " " << (verb_args.size() > 1 ? verb_args[1] : ""));
+    const int verb = gpuslice_fp_find_verb(static_cast<int>(args.size()), argv.data());
+    const char *found = nullptr;
+    const int rc = gpuslice_fp_create_bundle(static_cast<int>(args.size()), argv.data(), verb, &found);
+    CHECK((rc == 0) == bundle.has_value());
+    if (rc != 0)
+      continue;
+    CHECK(std::string(found ? found : "") == *bundle);
+    const auto cl = parse_command_line(static_cast<int>(args.size()), argv.data());
+    CHECK(cl.bundle == *bundle); // what the full program would read
+    CHECK(cl.container_id == "c1");
+  }
+}
+
+namespace {
+
+// Whether the entry would take a create of `spec_text` (its bytes) on the
+// fast path under `config`'s record.
+bool entry_takes(const std::string &spec_text, const Config &config) {
+  auto facts = sample_facts();
+  facts.create_triggers = create_triggers(config);
+  auto p = parse_record(*fast_path_record(facts));
+  REQUIRE(p.rc == 0);
+  return gpuslice_fp_spec_may_request(spec_text.data(), spec_text.size(), &p.r) == 0;
+}
+
+// Whether the full program would do nothing but exec the runtime for it.
+bool full_program_only_execs(const std::string &spec_text, const Config &config) {
+  try {
+    auto spec = cdi::OciSpec::parse(spec_text);
+    if (!collect_requests(spec, config).empty())
+      return false;
+    refuse_limits_not_claimed(spec);
+    return true;
+  } catch (const std::exception &) {
+    return false; // a refusal is more than an exec
+  }
+}
+
+} // namespace
+
+TEST_CASE("fast path: a spec it takes at create has no request, as the full program reads it", "[fast-path]") {
+  Config plain;
+  Config custom;
+  custom.annotation_prefixes = {"cdi.k8s.io/", "example.com/gpus."};
+  custom.accept_env_requests = true;
+  const std::string base =
+      R"({"ociVersion":"1.0.2","process":{"args":["sh","-c","echo a=b && ls /x"],"env":["PATH=/bin","A=1"]},)"
+      R"("root":{"path":"rootfs"},"annotations":{"io.kubernetes.cri.sandbox-name":"p"},)"
+      R"("linux":{"devices":[{"path":"/dev/fuse","type":"c","major":10,"minor":229}],)"
+      R"("resources":{"devices":[{"allow":false,"access":"rwm"}]}}})";
+  for (const Config *c : {&plain, &custom}) {
+    REQUIRE(full_program_only_execs(base, *c));
+    CHECK(entry_takes(base, *c)); // the common case is the fast path's
+  }
+  // each of these is more than an exec for the full program, or could be:
+  // the entry leaves all of them to it
+  const auto with = [&](const std::string &from, const std::string &to) {
+    std::string s = base;
+    const auto at = s.find(from);
+    REQUIRE(at != std::string::npos);
+    return s.replace(at, from.size(), to);
+  };
+  const std::vector<std::string> requests = {
+      with(R"("io.kubernetes.cri.sandbox-name":"p")", R"("cdi.k8s.io/claim":"nvidia.com/gpu=0")"),
+      with(R"("io.kubernetes.cri.sandbox-name":"p")", R"("cdi.k8s.io\/claim":"nvidia.com/gpu=0")"),
+      with(R"("io.kubernetes.cri.sandbox-name":"p")", R"("cdi.k8s.io\u002fclaim":"nvidia.com/gpu=0")"),
+      with(R"("io.kubernetes.cri.sandbox-name":"p")", R"("\u0063di.k8s.io/claim":"nvidia.com/gpu=0")"),
+      with(R"("A=1")", R"("GPUSLICE_MEMORY_LIMIT=1Gi")"),
+      with(R"("A=1")", R"("GPUSLICE_COMPUTE_LIMIT=50")"),
+      with(R"("A=1")", R"("GPUSLICE_MEMORY_\u004cIMIT=1Gi")"),
+      with(R"({"path":"/dev/fuse")", R"({"path":"nvidia.com/gpu=0")"),
+      with(R"({"path":"/dev/fuse")", R"({"path" : "nvidia.com/gpu=all")"),
+      with(R"({"path":"/dev/fuse")", R"({"path":"nvidia.com\/gpu=0")"),
+      with(R"("A=1")", std::string("\"A=\0\"", 5)),
+  };
+  for (const auto &spec : requests) {
+    INFO(spec);
+    CHECK_FALSE(entry_takes(spec, plain));
+  }
+  // requests only under the custom config
+  const std::vector<std::string> custom_requests = {
+      with(R"("io.kubernetes.cri.sandbox-name":"p")", R"("example.com/gpus.a":"nvidia.com/gpu=0")"),
+      with(R"("A=1")", R"("NVIDIA_VISIBLE_DEVICES=0")"),
+      with(R"("A=1")", R"("GPUSLICE_VISIBLE_DEVICES=all")"),
+  };
+  for (const auto &spec : custom_requests) {
+    INFO(spec);
+    CHECK_FALSE(entry_takes(spec, custom));
+    CHECK(entry_takes(spec, plain) == full_program_only_execs(spec, plain));
+  }
+  // and in random specs, whatever the entry takes the full program would
+  // only exec (the converse need not hold: doubt goes to the full program)
+  const std::vector<std::string> keys = {"cdi.k8s.io/x", "cdi.k8s.io", "example.com/gpus.y", "io.x/y", "path", "a\\/b"};
+  const std::vector<std::string> values = {"nvidia.com/gpu=0", "GPU-1", "/dev/null", "x=y", "rootfs", "a\\u002fb",
+                                           "GPUSLICE_MEMORY_LIMIT=1", "NVIDIA_VISIBLE_DEVICES=all", "\\\"path\\\""};
+  std::mt19937 rng(3);
+  int taken = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string ann, env, devs;
+    for (int k = 0, n = static_cast<int>(rng() % 3); k < n; ++k)
+      ann += std::string(ann.empty() ? "" : ",") + "\"" + keys[rng() % keys.size()] + "\":\"" +
+             values[rng() % values.size()] + "\"";
+    for (int k = 0, n = static_cast<int>(rng() % 3); k < n; ++k)
+      env += ",\"" + values[rng() % values.size()] + "\"";
+    for (int k = 0, n = static_cast<int>(rng() % 3); k < n; ++k)
+      devs += std::string(devs.empty() ? "" : ",") + "{\"path\":\"" + values[rng() % values.size()] + "\"}";
+    const std::string spec = R"({"process":{"args":["true"],"env":["PATH=/bin")" + env + R"(]},"root":{"path":"rootfs"},)" +
+                             R"("annotations":{)" + ann + R"(},"linux":{"devices":[)" + devs + "]}}";
+    for (const Config *c : {&plain, &custom}) {
+      INFO(spec);
+      if (entry_takes(spec, *c)) {
+        ++taken;
+        CHECK(full_program_only_execs(spec, *c));
+      }
+    }
+  }
+  CHECK(taken > 100); // the property was tested on specs the entry takes
 }

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gpuslice::shim {
 
@@ -16,6 +17,9 @@ struct FastPathFacts {
   std::string runtime;                    // what find_runtime chose
   unsigned long long runtime_dev_major = 0, runtime_dev_minor = 0, runtime_ino = 0;
   std::string state_dir; // the config's
+  // What in a config.json makes the full program look at a create
+  // (create_triggers, requests.hpp); nullopt: no create on the fast path.
+  std::optional<std::vector<std::string>> create_triggers;
 };
 
 // The record's bytes; nullopt when the fast path could not use one (a
@@ -27,6 +31,7 @@ std::optional<std::string> fast_path_record(const FastPathFacts &facts);
 // Best effort, and silent: the fast path is an optimisation, and a failure
 // here only costs the next calls their speed.
 void save_fast_path_record(const std::string &config_path, const std::optional<std::string> &config_text,
-                           const std::string &runtime, const std::string &state_dir, const std::string &dir);
+                           const std::string &runtime, const std::string &state_dir,
+                           const std::vector<std::string> &create_triggers, const std::string &dir);
 
 } // namespace gpuslice::shim

@@ -25,6 +25,13 @@ struct Requests {
 // valid request.
 Requests collect_requests(cdi::OciSpec &oci, const Config &config);
 
+// What in a config.json's bytes makes a create more than an exec of the
+// runtime (for the fast path's record, fast_path_record.hpp): the annotation
+// prefixes, the env names of requests when accepted, and the limits' env
+// names (refuse_limits_not_claimed, sharing.hpp). A spec that holds none
+// (nor an escape, nor a CDI name in linux.devices) has no request.
+std::vector<std::string> create_triggers(const Config &config);
+
 // "0,1" / "GPU-uuid" / "all" / "vendor/class=name" from a *_VISIBLE_DEVICES
 // value; "", "none" and "void" ask for nothing.
 std::vector<std::string> devices_from_env_value(const std::string &value, const std::string &default_kind);

@@ -52,8 +52,11 @@ struct ClaimedEnv {
 std::optional<sharing::Limits> container_limits(const std::vector<ClaimedEnv> &claimed, const cdi::OciSpec &oci,
                                                 const Config &config);
 
+// The env names that carry a device's limits.
+inline constexpr const char *kLimitEnvVars[] = {"GPUSLICE_MEMORY_LIMIT", "GPUSLICE_COMPUTE_LIMIT"};
+
 // For a container that gets no limits: an error when its process env sets
-// GPUSLICE_MEMORY_LIMIT or GPUSLICE_COMPUTE_LIMIT all the same. That env is
+// one of kLimitEnvVars all the same. That env is
 // not a trusted source, but where it comes from a CDI spec an engine applied
 // (containerd 1.7+ / 2.x with enable_cdi, a device passed only in the CRI
 // CDIDevices field, which never reaches the runtime), starting the

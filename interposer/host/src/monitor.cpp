@@ -322,8 +322,8 @@ int monitor_exec_child(void *arg) {
   const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null_fd < 0)
     fail();
-  for (int i = 0; i < 3; i++)
-    if (::dup2(null_fd, i) < 0)
+  for (int i = 0; i < 3; i++) // null_fd itself is one of them when this process had no stdio
+    if (i == null_fd ? ::fcntl(i, F_SETFD, 0) < 0 : ::dup2(null_fd, i) < 0)
       fail();
   for (int i = 0; i < 4; i++) {
     if (high[i] >= 0 && ::dup2(high[i], kTargets[i]) < 0) // dup2 clears close-on-exec on the copy

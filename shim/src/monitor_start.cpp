@@ -124,6 +124,15 @@ PendingMonitor prepare_monitor(const state::ContainerDir &dir, const CreateConte
 
 namespace {
 
+// Watches `init`, checked to be the recorded process still once its pidfd
+// is taken (a pid reused meanwhile is not the container's).
+void watch_init(sharing::MonitorSetup &monitor, const state::ProcessId &init) {
+  monitor.watched = sharing::open_pidfd(init.pid);
+  if (state::process_id(init.pid) != init)
+    throw Error("its init (pid " + std::to_string(init.pid) + ") ended meanwhile");
+  monitor.init_pid = init.pid;
+}
+
 // Starts it and records it in the container dir `dir_fd` (`path`).
 pid_t exec_and_record(PendingMonitor monitor, int dir_fd, const std::string &path) {
   const pid_t pid = sharing::exec_monitor(std::move(monitor.setup), monitor.program, monitor.args);
@@ -152,10 +161,7 @@ void launch_monitor(PendingMonitor monitor, const state::ContainerDir &dir) {
   const auto init = state::read_process_record(dir.fd.get(), state::kInitRecord);
   if (!init)
     throw Error("no init is recorded in " + quote(dir.path));
-  monitor.setup.watched = sharing::open_pidfd(init->pid);
-  if (state::process_id(init->pid) != init) // the pid was reused before the pidfd was taken
-    throw Error("its init (pid " + std::to_string(init->pid) + ") ended meanwhile");
-  monitor.setup.init_pid = init->pid;
+  watch_init(monitor.setup, *init);
   exec_and_record(std::move(monitor), dir.fd.get(), dir.path);
 }
 
@@ -183,10 +189,7 @@ std::optional<std::string> restart_monitor_if_gone(const Config &config, const s
   return with_context("container " + quote(id) + ": its monitor (gpuslice-shim) is gone", [&]() -> std::string {
     PendingMonitor pending{{}, shim_program(config), split(*saved, '\0', EmptyParts::skip)};
     sharing::MonitorSetup &monitor = pending.setup;
-    monitor.watched = sharing::open_pidfd(init->pid);
-    if (state::process_id(init->pid) != init) // the pid was reused before the pidfd was taken
-      throw Error("its init (pid " + std::to_string(init->pid) + ") ended meanwhile");
-    monitor.init_pid = init->pid;
+    watch_init(monitor, *init);
     selinux::Labeler labeler;
     if (const auto labels = state::read_state_file(dir.get(), kLabelsFile)) {
       const auto lines = split(*labels, '\n', EmptyParts::keep);

@@ -341,14 +341,22 @@ std::vector<std::string> entries_of(int dir_fd) {
 
 } // namespace
 
-UniqueFd lock_containers(const std::string &state_dir) {
-  UniqueFd containers = open_containers(state_dir, true);
+namespace {
+
+// `dir`, locked (flock, exclusive; waits); `path` names it in errors.
+UniqueFd locked(UniqueFd dir, const std::string &path) {
   int rc;
-  while ((rc = ::flock(containers.get(), LOCK_EX)) != 0 && errno == EINTR) {
+  while ((rc = ::flock(dir.get(), LOCK_EX)) != 0 && errno == EINTR) {
   }
   if (rc != 0)
-    throw system_error("cannot lock " + quote(fs::clean_path(state_dir) + "/containers"));
-  return containers;
+    throw system_error("cannot lock " + quote(path));
+  return dir;
+}
+
+} // namespace
+
+UniqueFd lock_containers(const std::string &state_dir) {
+  return locked(open_containers(state_dir, true), fs::clean_path(state_dir) + "/containers");
 }
 
 UniqueFd lock_container_dir(const std::string &state_dir, const std::string &id) {
@@ -358,12 +366,7 @@ UniqueFd lock_container_dir(const std::string &state_dir, const std::string &id)
   UniqueFd dir = containers ? open_dir_at(containers.get(), id) : UniqueFd();
   if (!dir)
     throw system_error("cannot open " + quote(path));
-  int rc;
-  while ((rc = ::flock(dir.get(), LOCK_EX)) != 0 && errno == EINTR) {
-  }
-  if (rc != 0)
-    throw system_error("cannot lock " + quote(path));
-  return dir;
+  return locked(std::move(dir), path);
 }
 
 std::vector<NamedDir> open_container_dirs(const std::string &state_dir) {

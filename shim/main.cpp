@@ -1,7 +1,8 @@
 // gpuslice-runtime: an OCI runtime command line in front of runc or crun.
 // `create` and `run` get the container's CDI devices applied to the bundle
-// (a create with devices runs runc as a child and records the init:
-// shim/lifecycle.hpp); `delete` of a container that has gpuslice state (and
+// (a create with devices execs runc and a second process records the init
+// once runc has exited; one with limits runs runc as a child, records the
+// init and starts the monitor: shim/lifecycle.hpp); `delete` of a container that has gpuslice state (and
 // `run` of one) removes that state; `exec` gets the container's CDI env; start, state, exec, ps,
 // pause and resume start the container's monitor again when it died; every
 // other verb (and a container that asks for no device) is an exec of the
@@ -145,6 +146,8 @@ int run(shim::CommandLine &cl) {
   }
 
   try {
+    if (cl.verb == "create" && has_state && !monitor)
+      shim::exec_recording_init(runtime, cl, config, cl.pid_file);
     if (cl.verb == "create" && has_state)
       return shim::create_recording_init(runtime, cl, config, cl.pid_file, std::move(monitor));
     if (cl.verb == "run" && has_state)

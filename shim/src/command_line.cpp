@@ -114,4 +114,10 @@ void CommandLine::add_pid_file(const std::string &path) {
   pid_file = path;
 }
 
+std::vector<std::string> CommandLine::with_global_flags(std::initializer_list<std::string> verb_args) const {
+  std::vector<std::string> out(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(verb_index));
+  out.insert(out.end(), verb_args);
+  return out;
+}
+
 } // namespace gpuslice::shim

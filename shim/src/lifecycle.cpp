@@ -21,13 +21,6 @@ int init_pid_from(const std::string &pid_file) {
   return *pid;
 }
 
-// The global flags (--root, --log, ...) of `cl`, then `verb_args`.
-std::vector<std::string> with_global_flags(const CommandLine &cl, std::initializer_list<std::string> verb_args) {
-  std::vector<std::string> args(cl.args.begin(), cl.args.begin() + static_cast<std::ptrdiff_t>(cl.verb_index));
-  args.insert(args.end(), verb_args);
-  return args;
-}
-
 } // namespace
 
 int create_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
@@ -52,7 +45,7 @@ int create_recording_init(const std::string &runtime, const CommandLine &cl, con
       launch_monitor(std::move(*monitor), dir);
     }
   } catch (const Error &e) {
-    (void)run_runtime(runtime, with_global_flags(cl, {"delete", "--force", cl.container_id}), ChildEnds::with_parent);
+    (void)run_runtime(runtime, cl.with_global_flags({"delete", "--force", cl.container_id}), ChildEnds::with_parent);
     state::remove_container_dir(config.state_dir, cl.container_id, me);
     throw Error("cannot record the init of container " + quote(cl.container_id) +
                 (monitor ? " or start its monitor" : "") + " (deleted again): " + e.message());

@@ -78,6 +78,17 @@ UniqueFd open_containers(const std::string &state_dir, bool create) {
   return cur;
 }
 
+// Container dir `id`, which must be there (nothing is created). Throws Error.
+ContainerDir open_existing(const std::string &state_dir, const std::string &id) {
+  check_id(id);
+  const std::string path = fs::clean_path(state_dir) + "/containers/" + id;
+  UniqueFd containers = open_containers(state_dir, false);
+  UniqueFd dir = containers ? open_dir_at(containers.get(), id) : UniqueFd();
+  if (!dir)
+    throw system_error("cannot open " + quote(path));
+  return {path, std::move(dir)};
+}
+
 std::string format(const ProcessId &p) { return to_text(p) + "\n"; }
 
 std::optional<ProcessId> read_record(int dir_fd, const char *name) {
@@ -270,6 +281,14 @@ ContainerDir create_container_dir(const std::string &state_dir, const std::strin
   return {path, std::move(dir)};
 }
 
+void hand_over_creation(const std::string &state_dir, const std::string &id, const ProcessId &from,
+                        const ProcessId &to) {
+  const ContainerDir dir = open_existing(state_dir, id);
+  if (read_record(dir.fd.get(), kCreator) != from)
+    throw Error("container dir " + quote(dir.path) + " was not created by process " + std::to_string(from.pid));
+  write_record(dir.fd.get(), kCreator, to, dir.path);
+}
+
 ContainerDir record_init(const std::string &state_dir, const std::string &id, int init_pid) {
   check_id(id);
   const std::string path = fs::clean_path(state_dir) + "/containers/" + id;
@@ -360,13 +379,8 @@ UniqueFd lock_containers(const std::string &state_dir) {
 }
 
 UniqueFd lock_container_dir(const std::string &state_dir, const std::string &id) {
-  check_id(id);
-  const std::string path = fs::clean_path(state_dir) + "/containers/" + id;
-  UniqueFd containers = open_containers(state_dir, false);
-  UniqueFd dir = containers ? open_dir_at(containers.get(), id) : UniqueFd();
-  if (!dir)
-    throw system_error("cannot open " + quote(path));
-  return locked(std::move(dir), path);
+  ContainerDir dir = open_existing(state_dir, id);
+  return locked(std::move(dir.fd), dir.path);
 }
 
 std::vector<NamedDir> open_container_dirs(const std::string &state_dir) {

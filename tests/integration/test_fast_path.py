@@ -79,12 +79,15 @@ def created_for_the_fast_path(rt: ocitest.Runtime, log: Path, bundle: ocitest.Bu
 def created_with_a_device(rt: ocitest.Runtime, bundle: ocitest.Bundle, gpu: ocitest.FakeGpu, cid: str, script: str,
                           state_root: Path) -> tuple[Path, int]:
     """`cid` created with device 0 of the fake GPU, running `script`: its
-    state dir and its init's pid."""
+    state dir, once the init is recorded there (by a process of the create's
+    own that waits for the runtime to exit), and its init's pid."""
     bundle.annotate(ANNOTATION, gpu.qualified("0"))
     bundle.shell(script)
     bundle.write()
     rt.create(bundle, cid)
-    return state_root / "containers" / cid, int((bundle.path / f"{cid}.pid").read_text())
+    state_dir = state_root / "containers" / cid
+    assert ocitest.eventually((state_dir / "init").is_file)
+    return state_dir, int((bundle.path / f"{cid}.pid").read_text())
 
 
 @pytest.fixture

@@ -192,7 +192,9 @@ def test_gpuslice_rewrites_config(request, gpuslice_runtime, bundle, fake_gpu, g
         # the CDI spec's own hook is kept
         assert any(h["path"] == str(fake_gpu.hook) for h in spec["hooks"]["createContainer"])
         init_pid = int((bundle.path / f"{cid}.pid").read_text())
-        recorded = (gpuslice_state_dir / "containers" / cid / "init").read_text().split()
+        init_record = gpuslice_state_dir / "containers" / cid / "init"
+        assert ocitest.eventually(init_record.is_file)  # recorded once runc has exited
+        recorded = init_record.read_text().split()
         assert int(recorded[0]) == init_pid
         assert recorded[1] == Path(f"/proc/{init_pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
     finally:
@@ -214,6 +216,7 @@ def test_gpuslice_create_without_pid_file_records_the_init(gpuslice_runtime, bun
         state = gpuslice_runtime.state(cid)
         cdir = gpuslice_state_dir / "containers" / cid
         assert int((cdir / "init.pid").read_text()) == state["pid"]
+        assert ocitest.eventually((cdir / "init").is_file)
         assert int((cdir / "init").read_text().split()[0]) == state["pid"]
     finally:
         gpuslice_runtime.delete(cid, force=True)
@@ -223,16 +226,39 @@ def test_gpuslice_create_without_pid_file_records_the_init(gpuslice_runtime, bun
 @pytest.mark.gpuslice
 def test_gpuslice_failed_runc_create_leaves_no_state(gpuslice_runtime, bundle, fake_gpu, gpuslice_state_dir, cid):
     """runc refuses the create (its root is missing): runc's status comes
-    back, and the state dir the runtime made is gone at once, not left for
-    the next create to collect."""
+    back, and the state dir the runtime made is removed as runc exits (by
+    the process that records the init), not left for the next create to
+    collect."""
     bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
     bundle.spec["root"]["path"] = str(bundle.path / "no-such-rootfs")
     bundle.write()
     p = gpuslice_runtime.create(bundle, cid, check=False)
     assert p.returncode != 0
     containers = gpuslice_state_dir / "containers"
-    assert not containers.exists() or list(containers.iterdir()) == []
+    assert ocitest.eventually(lambda: not containers.exists() or list(containers.iterdir()) == [])
     assert gpuslice_runtime.list_ids() == []
+
+
+@pytest.mark.gpuslice
+def test_gpuslice_create_of_a_live_id_leaves_that_container_alone(plain_runtime, gpuslice_runtime, bundle, make_bundle,
+                                                                  fake_gpu, gpuslice_state_dir, cid):
+    """A GPU create whose id is a running plain container's (made without
+    gpuslice, so no state dir says so): runc refuses it, and gpuslice only
+    removes its own state dir; the other container is neither deleted nor
+    recorded as this one's."""
+    plain = make_bundle("plain")
+    plain.write()
+    plain_runtime.create(plain, cid)
+    try:
+        bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+        bundle.write()
+        p = gpuslice_runtime.create(bundle, cid, check=False)
+        assert p.returncode != 0
+        containers = gpuslice_state_dir / "containers"
+        assert ocitest.eventually(lambda: not containers.exists() or list(containers.iterdir()) == [])
+        assert plain_runtime.state(cid)["status"] == "created"
+    finally:
+        plain_runtime.delete(cid, force=True)
 
 
 def use_lowlevel_script(request, config: Path, gpu: ocitest.FakeGpu, state_dir: Path, log_dir: Path,
@@ -246,14 +272,11 @@ def use_lowlevel_script(request, config: Path, gpu: ocitest.FakeGpu, state_dir: 
 
 
 @pytest.mark.gpuslice
-def test_gpuslice_error_after_injection_is_reported(request, gpuslice_runtime, gpuslice_config, bundle, fake_gpu,
-                                                    gpuslice_state_dir, runtime_name, test_tmp, cid):
-    """An error after the devices were injected (and logged) is still one
-    clean failure: the low-level runtime here runs runc and then loses the
-    pid file gpuslice-runtime asked for, so the init cannot be recorded. The
-    wrapper exits 1 (it once died of SIGSEGV, logging through a logger it
-    had already shut down), says why on stderr and in its log, deletes the
-    container again and leaves no state."""
+def test_gpuslice_init_is_recorded_when_the_pid_file_is_lost(request, gpuslice_runtime, gpuslice_config, bundle,
+                                                            fake_gpu, gpuslice_state_dir, runtime_name, test_tmp, cid):
+    """The low-level runtime here runs runc and then loses the pid file
+    gpuslice-runtime asked for: the create is runc's success all the same,
+    and the init is recorded from what `runc state` says of the container."""
     log_dir = test_tmp / "gpuslice-log"
     use_lowlevel_script(request, gpuslice_config, fake_gpu, gpuslice_state_dir, log_dir, test_tmp / "loses-pid-file.sh",
                         "#!/bin/sh\n"
@@ -268,26 +291,61 @@ def test_gpuslice_error_after_injection_is_reported(request, gpuslice_runtime, g
                         "exit $rc\n")
     bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
     bundle.write()
-    p = gpuslice_runtime.create(bundle, cid, check=False)
-    assert p.returncode == 1, (p.returncode, p.stderr)
-    assert f'cannot record the init of container "{cid}" (deleted again)' in p.stderr, p.stderr
-    log = (log_dir / "gpuslice-runtime.log").read_text()
-    assert f"container {cid}: injected {fake_gpu.qualified('0')}" in log, log
-    assert "error: cannot record the init" in log, log
-    containers = gpuslice_state_dir / "containers"
-    assert not containers.exists() or list(containers.iterdir()) == []
-    assert gpuslice_runtime.list_ids() == []
+    gpuslice_runtime.create(bundle, cid)
+    try:
+        init_record = gpuslice_state_dir / "containers" / cid / "init"
+        assert ocitest.eventually(init_record.is_file)
+        assert int(init_record.read_text().split()[0]) == gpuslice_runtime.state(cid)["pid"]
+    finally:
+        gpuslice_runtime.delete(cid, force=True)
 
 
 @pytest.mark.gpuslice
-def test_gpuslice_runtime_child_gets_open_signals_and_dies_with_the_wrapper(request, gpuslice_runtime, gpuslice_config,
-                                                                           bundle, fake_gpu, gpuslice_state_dir,
-                                                                           test_tmp, cid):
-    """The low-level runtime a create runs as a child starts with no signal
-    blocked (the wrapper blocks them all while the child borrows its
-    memory) and no file of the wrapper's open, and is killed when the
-    wrapper is: a create whose caller gave up (containerd's timeout, kill -9)
-    must not finish unseen."""
+def test_gpuslice_container_whose_init_cannot_be_recorded_is_deleted(request, gpuslice_runtime, gpuslice_config,
+                                                                     bundle, fake_gpu, gpuslice_state_dir,
+                                                                     runtime_name, test_tmp, cid):
+    """An error after runc created the container, and after the devices
+    were injected (and logged): the low-level runtime here records another
+    live process (pid 1) as the container's init once runc is done, so the
+    init cannot be recorded. The container does not live on without its
+    record: it is deleted again, its state removed, and the reason is in
+    gpuslice's log (it once died of SIGSEGV there, logging through a logger
+    it had already shut down)."""
+    log_dir = test_tmp / "gpuslice-log"
+    init_record = gpuslice_state_dir / "containers" / cid / "init"
+    use_lowlevel_script(request, gpuslice_config, fake_gpu, gpuslice_state_dir, log_dir, test_tmp / "takes-the-id.sh",
+                        "#!/bin/sh\n"
+                        f"{tool(RUNTIMES[runtime_name])} \"$@\"\n"
+                        "rc=$?\n"
+                        'case " $* " in *" create "*)\n'
+                        "  printf '1 %s\\n' \"$(sed 's/.*) //' /proc/1/stat | cut -d' ' -f20)\" "
+                        f"> {init_record};;\n"
+                        "esac\n"
+                        "exit $rc\n")
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.write()
+    gpuslice_runtime.create(bundle, cid)
+    containers = gpuslice_state_dir / "containers"
+    assert ocitest.eventually(lambda: gpuslice_runtime.list_ids() == [])
+    assert ocitest.eventually(lambda: not containers.exists() or list(containers.iterdir()) == [])
+    log_file = log_dir / "gpuslice-runtime.log"
+    assert ocitest.eventually(lambda: "(deleted again)" in log_file.read_text())
+    log = log_file.read_text()
+    assert f"container {cid}: injected {fake_gpu.qualified('0')}" in log, log
+    assert f'error: cannot record the init of container "{cid}" (deleted again): container id "{cid}" is already in ' \
+           "use by init process 1" in log, log
+
+
+@pytest.mark.gpuslice
+def test_gpuslice_create_execs_the_runtime_with_open_signals_and_none_of_its_files(request, gpuslice_runtime,
+                                                                                   gpuslice_config, bundle, fake_gpu,
+                                                                                   gpuslice_state_dir, test_tmp, cid):
+    """The create of a container with devices (no limits) execs the
+    low-level runtime in its own process (the caller sees the runtime's own
+    exit, a kill -9 of the create is one of the runtime), with no signal
+    blocked (the init recorder is made with every signal blocked) and no file
+    of the wrapper's open. A create killed before the runtime wrote its pid
+    file leaves no state once the recorder has seen it end."""
     pid_file = test_tmp / "runtime.pid"
     blocked = test_tmp / "runtime.sigblk"
     inherited = test_tmp / "runtime.fds"
@@ -295,7 +353,8 @@ def test_gpuslice_runtime_child_gets_open_signals_and_dies_with_the_wrapper(requ
     use_lowlevel_script(request, gpuslice_config, fake_gpu, gpuslice_state_dir, test_tmp / "gpuslice-log",
                         test_tmp / "slow-runtime.py",
                         "#!/usr/bin/python3\n"
-                        "import os, time\n"
+                        "import os, sys, time\n"
+                        "if 'create' not in sys.argv: sys.exit(1)\n"
                         "status = open('/proc/self/status').read().splitlines()\n"
                         f"open({str(blocked)!r}, 'w').write([l for l in status if l.startswith('SigBlk:')][0])\n"
                         "fds = [os.readlink(f'/proc/self/fd/{fd}') for fd in os.listdir('/proc/self/fd')\n"
@@ -305,33 +364,24 @@ def test_gpuslice_runtime_child_gets_open_signals_and_dies_with_the_wrapper(requ
                         "time.sleep(60)\n")
     bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
     bundle.write()
-    ocitest.become_subreaper()  # the orphaned runtime is reaped here, not left a zombie of init
+    ocitest.become_subreaper()  # the orphaned recorder is reaped here, not left a zombie of init
     wrapper = subprocess.Popen(gpuslice_runtime.cmd("create", "--bundle", str(bundle.path), cid),
                                env=gpuslice_runtime.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     try:
         assert ocitest.eventually(lambda: pid_file.exists() and pid_file.read_text().strip() != ""), "runtime not started"
-        child = int(pid_file.read_text())
+        assert int(pid_file.read_text()) == wrapper.pid
         assert blocked.read_text().split() == ["SigBlk:", "0" * 16]
         # nothing of the wrapper's own: its log file (written before the
         # create) once kept runc's create 50 ms longer
         log_dir = test_tmp / "gpuslice-log"
         assert (log_dir / "gpuslice-runtime.log").exists()
         assert not [f for f in inherited.read_text().splitlines() if f.startswith(str(log_dir))]
-        assert wrapper.poll() is None, "the wrapper must wait for its runtime"
+        assert (gpuslice_state_dir / "containers" / cid).is_dir()
         wrapper.kill()
         wrapper.wait(10)
-
-        def gone() -> bool:
-            try:
-                os.waitpid(child, os.WNOHANG)
-            except ChildProcessError:
-                pass
-            try:
-                return Path(f"/proc/{child}/stat").read_text().split(")")[-1].split()[0] == "Z"
-            except FileNotFoundError:
-                return True
-        assert ocitest.eventually(gone, 10), f"runtime {child} outlived the wrapper"
+        containers = gpuslice_state_dir / "containers"
+        assert ocitest.eventually(lambda: not containers.exists() or list(containers.iterdir()) == [])
     finally:
         if wrapper.poll() is None:
             wrapper.kill()

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <functional>
 
 using namespace gpuslice;
@@ -111,6 +112,47 @@ TEST_CASE("state dir: init recorded by the hook decides liveness; remove only wh
   CHECK(exists(mine.path));
   remove_container_dir(state, "mine", me);
   CHECK_FALSE(exists(mine.path));
+}
+
+TEST_CASE("state dir: creation handed over to another process, which then decides liveness", "[state]") {
+  TempDir t;
+  const std::string state = t / "state";
+  const auto me = process_id(static_cast<int>(::getpid()));
+  REQUIRE(me);
+  // A process that was: its id read while it ran.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  const auto was = process_id(child);
+  ::kill(child, SIGKILL);
+  REQUIRE(::waitpid(child, nullptr, 0) == child);
+  REQUIRE(was);
+  const ProcessId dead = *was;
+
+  // Handed to a process that is gone: stale, although its maker (us) runs.
+  create_container_dir(state, "c");
+  hand_over_creation(state, "c", *me, dead);
+  CHECK(collect_stale(state) == std::vector<std::string>{"c"});
+
+  // Handed to us by a process that is gone: live while we run, ours to remove.
+  in_dead_process([&] { create_container_dir(state, "d"); });
+  auto dir = open_container_dirs(state);
+  REQUIRE(dir.size() == 1);
+  const auto creator = read_process_record(dir[0].fd.get(), "creator");
+  REQUIRE(creator);
+  hand_over_creation(state, "d", *creator, *me);
+  CHECK(collect_stale(state).empty());
+  CHECK(read_process_record(dir[0].fd.get(), "creator") == me);
+
+  // Only the creator hands it over, and only a dir that is there.
+  CHECK_THROWS_WITH(hand_over_creation(state, "d", dead, dead), Catch::Contains("was not created by process"));
+  CHECK(read_process_record(dir[0].fd.get(), "creator") == me);
+  CHECK_THROWS_WITH(hand_over_creation(state, "none", *me, dead), Catch::Contains("cannot open"));
+  remove_container_dir(state, "d", me);
+  CHECK_FALSE(exists(state + "/containers/d"));
 }
 
 TEST_CASE("state dir: carries its format; an older layout is read, a newer one refused, either removed",

@@ -4,6 +4,7 @@
 // itself is always passed on to the low-level runtime unchanged.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ struct CommandLine {
 
   // Adds "--pid-file=PATH" right after the verb.
   void add_pid_file(const std::string &path);
+
+  // The global flags (--root, --log, ...), then `verb_args`: another call
+  // of the runtime on the same state.
+  std::vector<std::string> with_global_flags(std::initializer_list<std::string> verb_args) const;
 };
 
 // Never throws: an argument vector it does not understand is still passed on.

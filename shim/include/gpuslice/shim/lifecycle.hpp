@@ -5,9 +5,11 @@
 // Why the runtime and not gpuslice-hook: each hook is one more exec of a
 // large static binary on the critical path of every GPU container (~2 ms on
 // a small VM, more than all the rest of gpuslice's own work). The runtime
-// sees both ends of a container's life anyway: it runs runc create as its
-// child and records the init when runc has written its pid, and it removes
-// the state at delete. Only `run` (create, start and wait in one runc call)
+// sees both ends of a container's life anyway: the init is recorded once
+// runc create has written its pid (by this process, runc's parent, for a
+// container with limits; by a process that borrows its memory, while the
+// create itself is runc's exec, for one with devices alone), and the state
+// goes at delete. Only `run` (create, start and wait in one runc call)
 // keeps gpuslice-hook at createRuntime: nothing else sees its init.
 #pragma once
 
@@ -30,6 +32,20 @@ namespace gpuslice::shim {
 // unmonitored: fail closed.
 int create_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
                           const std::string &pid_file, std::optional<PendingMonitor> monitor);
+
+// `create` of a container with state and no monitor (devices, no limits):
+// runc is exec'd with cl.args, and a second process, which borrows this
+// one's memory (shim/src/init_recorder.cpp), waits for it to exit and then
+// records the init whose pid it wrote to `pid_file`; the caller sees runc's
+// own exit. Without a pid file naming a process started after this one
+// (runc failed: it writes the file last), the recorder removes the state
+// dir; when the init cannot be recorded, it deletes the container (runc
+// delete --force) and the state, and says why in the runtime's log and
+// gpuslice's. Returns when the recorder cannot be started (a kernel
+// without pidfd_open): the caller runs create_recording_init instead.
+// Throws Error when the exec fails.
+void exec_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
+                         const std::string &pid_file);
 
 // `delete` of a container with state. A container whose init has ended
 // (the usual delete, after the task exited) has stale state: removed first,

@@ -74,6 +74,13 @@ void write_process_record(int dir_fd, const char *name, const ProcessId &p, cons
 // collected first; a live one is an error naming the id. Throws Error.
 ContainerDir create_container_dir(const std::string &state_dir, const std::string &id);
 
+// Makes `to` the directory's creator in place of `from` (the process that
+// created it hands the rest of the creation to another one: shim's
+// exec_recording_init). Throws Error when the directory is not there or
+// `from` is not its creator.
+void hand_over_creation(const std::string &state_dir, const std::string &id, const ProcessId &from,
+                        const ProcessId &to);
+
 // Opens the directory (creating it, as above, when missing), checks its
 // format and records `init`. A directory whose recorded init is another
 // live process is an error (the id is in use). Throws Error.

@@ -1,0 +1,261 @@
+// The create of a container with devices and no limits, without running
+// runc as a child (lifecycle.hpp's exec_recording_init).
+//
+// Why: runc as a child puts one more sleep and wake-up, and this process's
+// exit, between runc's exit and the caller's (~2 ms of every GPU create on
+// a small VM, where waking an idle vCPU is dear). Here the process that
+// records the init is a second one, the recorder, made with CLONE_VM: it
+// costs no copy of this 40 MB process's page tables, and once this process
+// has exec'd runc the old memory is the recorder's alone. It wakes when runc
+// exits, at the same time as the caller, and records the init on the other
+// CPU while the caller goes on.
+//
+// Until runc has exited the recorder shares this process's memory, its
+// thread pointer and errno included, with a process that is still running:
+// it makes raw system calls only, on its own stack. After that it is a
+// normal single-threaded process of its own, in the memory this one left
+// at the exec (no lock held). When this process died before the exec
+// instead (a kill -9 from a caller that gave up, or an exec that failed),
+// its memory may be half-written: the recorder only exits, and the state
+// dir, whose creator it was, is stale and collected like any other.
+#include "gpuslice/shim/lifecycle.hpp"
+
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fd.hpp"
+#include "gpuslice/common/log.hpp"
+#include "gpuslice/common/strings.hpp"
+#include "gpuslice/sharing/monitor.hpp"
+#include "gpuslice/shim/runtime.hpp"
+#include "gpuslice/state/container_dir.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <vector>
+#include <csignal>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+
+namespace gpuslice::shim {
+
+namespace {
+
+// A system call that leaves errno alone (the recorder's errno is this
+// process's until runc exits): the result, or -errno.
+long raw_syscall(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0) {
+#if defined(__x86_64__)
+  register long r10 __asm__("r10") = d;
+  register long r8 __asm__("r8") = e;
+  long ret;
+  __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8) : "rcx", "r11", "memory");
+  return ret;
+#elif defined(__aarch64__)
+  register long x8 __asm__("x8") = n;
+  register long x0 __asm__("x0") = a;
+  register long x1 __asm__("x1") = b;
+  register long x2 __asm__("x2") = c;
+  register long x3 __asm__("x3") = d;
+  register long x4 __asm__("x4") = e;
+  __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory");
+  return x0;
+#else
+  // Elsewhere libc's wrapper: errno may be written under this process.
+  const long ret = ::syscall(n, a, b, c, d, e);
+  return ret < 0 ? -errno : ret;
+#endif
+}
+
+// What the recorder needs, copied before it starts: the caller's strings
+// may be gone by the time it reads them (an exec that failed unwinds).
+struct Recorder {
+  std::string runtime;
+  std::vector<std::string> delete_args; // runc delete --force ID, same globals
+  std::vector<std::string> state_args;  // runc state ID
+  std::string state_dir;
+  std::string id;
+  std::string pid_file;
+  std::string log_path, log_format;
+  state::ProcessId creator; // this process, then runc under the same pid
+  int creator_pidfd = -1;
+  sigset_t caller_mask;
+  std::atomic<bool> exec_started{false}; // this process is in its execve of runc
+};
+
+// No fd the caller gave this process stays open in the recorder: a pipe's
+// reader (containerd reading runc's output) waits for every writer. The
+// caller's are those without close-on-exec, runc's to inherit; this
+// process's own (log, pidfd) all have it.
+void drop_callers_files() {
+  const long null = raw_syscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"), O_RDWR | O_CLOEXEC);
+  for (long fd = 0; fd < 3; ++fd) {
+    if (null == fd)
+      raw_syscall(SYS_fcntl, fd, F_SETFD, 0);
+    else if (null >= 0)
+      raw_syscall(SYS_dup3, null, fd, 0);
+    else
+      raw_syscall(SYS_close, fd);
+  }
+  if (null > 2)
+    raw_syscall(SYS_close, null);
+  const long dir = raw_syscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/fd"),
+                               O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0)
+    return;
+  alignas(8) char buf[2048];
+  long n;
+  while ((n = raw_syscall(SYS_getdents64, dir, reinterpret_cast<long>(buf), sizeof buf)) > 0) {
+    for (long at = 0; at < n;) {
+      // struct linux_dirent64: d_ino 8, d_off 8, d_reclen 2, d_type 1, d_name
+      unsigned short reclen;
+      std::memcpy(&reclen, buf + at + 16, sizeof reclen);
+      const char *name = buf + at + 19;
+      at += reclen;
+      long fd = 0;
+      if (*name < '0' || *name > '9')
+        continue;
+      for (; *name >= '0' && *name <= '9'; ++name)
+        fd = fd * 10 + (*name - '0');
+      if (fd > 2 && fd != dir && (raw_syscall(SYS_fcntl, fd, F_GETFD) & FD_CLOEXEC) == 0)
+        raw_syscall(SYS_close, fd);
+    }
+  }
+  raw_syscall(SYS_close, dir);
+}
+
+void fail_closed(const Recorder &r, const std::string &message) {
+  // The pid file named a process this create's runc started: the container is ours.
+  (void)run_runtime(r.runtime, r.delete_args, ChildEnds::on_its_own);
+  const auto me = state::process_id(static_cast<int>(::getpid()));
+  state::remove_container_dir(r.state_dir, r.id, me);
+  const std::string shown = "cannot record the init of container " + quote(r.id) + " (deleted again): " + message;
+  write_runtime_log(r.log_path, r.log_format, "gpuslice: " + shown);
+  spdlog::error("{}", shown);
+}
+
+// The init's pid as `runtime state ID` shows it: for a create whose pid
+// file is missing (runc failed, or someone removed it).
+std::optional<int> init_pid_from_runtime_state(const Recorder &r) {
+  UniqueFd out(::memfd_create("runtime-state", MFD_CLOEXEC));
+  if (!out || ::dup2(out.get(), STDOUT_FILENO) < 0 || run_runtime(r.runtime, r.state_args) != 0)
+    return std::nullopt;
+  char buf[64 * 1024];
+  const ssize_t n = ::pread(out.get(), buf, sizeof buf, 0);
+  if (n <= 0)
+    return std::nullopt;
+  const auto state = nlohmann::json::parse(buf, buf + n, nullptr, false);
+  if (!state.is_object() || !state.contains("pid") || !state["pid"].is_number_integer() || state["pid"].get<long>() <= 0 ||
+      state["pid"].get<long>() > INT32_MAX)
+    return std::nullopt;
+  return static_cast<int>(state["pid"].get<long>());
+}
+
+void record_or_clean_up(const Recorder &r) {
+  const auto me = state::process_id(static_cast<int>(::getpid()));
+  // The init is a process started after runc (this process's pid): a pid
+  // file, or a container of this id, naming an older one is another
+  // container's, and this create failed (runc writes the pid file last, once
+  // the container exists, and removes the container when it cannot). Its
+  // error went to the caller.
+  auto pid = sharing::read_pid_file(r.pid_file);
+  if (!pid)
+    pid = init_pid_from_runtime_state(r);
+  const auto init = pid ? state::process_id(*pid) : std::nullopt;
+  if (!init || init->start_time < r.creator.start_time) {
+    state::remove_container_dir(r.state_dir, r.id, me);
+    return;
+  }
+  try {
+    state::record_init(r.state_dir, r.id, *pid);
+  } catch (const Error &e) {
+    fail_closed(r, e.message());
+  }
+}
+
+int record_after_runtime(void *arg) {
+  auto &r = *static_cast<Recorder *>(arg);
+  drop_callers_files();
+  struct pollfd exited {r.creator_pidfd, POLLIN, 0};
+  while (raw_syscall(SYS_ppoll, reinterpret_cast<long>(&exited), 1, 0, 0, 8) == -EINTR)
+    ;
+  // The caller's process is gone: from here on this memory is ours.
+  if (r.exec_started.load(std::memory_order_acquire)) {
+    ::sigprocmask(SIG_SETMASK, &r.caller_mask, nullptr);
+    try {
+      record_or_clean_up(r);
+    } catch (const std::exception &e) {
+      spdlog::error("container {}: {}", r.id, e.what());
+    }
+    log::flush();
+  }
+  raw_syscall(SYS_exit_group, 0);
+  return 0;
+}
+
+} // namespace
+
+void exec_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
+                         const std::string &pid_file) {
+  static Recorder r; // outlives this frame in the recorder's eyes
+  const auto me = state::process_id(static_cast<int>(::getpid()));
+  const long pidfd = ::syscall(SYS_pidfd_open, ::getpid(), 0);
+  if (!me || pidfd < 0)
+    return; // kernel before 5.3: runc as a child
+  r.runtime = runtime;
+  r.delete_args = cl.with_global_flags({"delete", "--force", cl.container_id});
+  r.state_args = cl.with_global_flags({"state", cl.container_id});
+  r.state_dir = config.state_dir;
+  r.id = cl.container_id;
+  r.pid_file = pid_file;
+  r.log_path = cl.log_path;
+  r.log_format = cl.log_format;
+  r.creator = *me;
+  r.creator_pidfd = static_cast<int>(pidfd);
+
+  constexpr std::size_t kStackSize = 256 * 1024;
+  void *stack = ::mmap(nullptr, kStackSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) {
+    ::close(r.creator_pidfd);
+    return;
+  }
+  sigset_t all;
+  ::sigfillset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, &r.caller_mask); // no handler runs in the recorder
+  // Exit signal 0: runc, its parent until it exits, hears nothing of it.
+  const pid_t recorder = ::clone(record_after_runtime, static_cast<char *>(stack) + kStackSize, CLONE_VM, &r);
+  const int clone_errno = errno;
+  ::sigprocmask(SIG_SETMASK, &r.caller_mask, nullptr);
+  if (recorder < 0) {
+    ::close(r.creator_pidfd);
+    ::munmap(stack, kStackSize);
+    errno = clone_errno;
+    return;
+  }
+  std::optional<state::ProcessId> recorder_id = state::process_id(recorder);
+  if (!recorder_id)
+    throw Error("cannot read the start time of the init recorder (pid " + std::to_string(recorder) + ")");
+  // The dir lives while the recorder does, and then while the init does.
+  state::hand_over_creation(config.state_dir, cl.container_id, *me, *recorder_id);
+  // Nothing allocates between the flag and the exec: the recorder may take
+  // this memory over as it is then.
+  std::vector<char *> argv{const_cast<char *>(runtime.c_str())};
+  for (const auto &a : cl.args)
+    argv.push_back(const_cast<char *>(a.c_str()));
+  argv.push_back(nullptr);
+  r.exec_started.store(true, std::memory_order_release);
+  ::execv(runtime.c_str(), argv.data());
+  r.exec_started.store(false, std::memory_order_release);
+  throw system_error("cannot execute " + quote(runtime));
+}
+
+} // namespace gpuslice::shim

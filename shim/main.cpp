@@ -9,7 +9,8 @@
 // low-level runtime with the arguments untouched. Those execs mostly happen
 // before main, in the fast path (fast_path/entry.c), when a record this
 // program saved shows it would do nothing else; so does the delete of a
-// container with devices and no limits (its state dir holds only plain files).
+// container with devices and no limits (its state dir holds only plain files),
+// and of an ended one with limits whose monitor runs (it removes the dir).
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"

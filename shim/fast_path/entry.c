@@ -6,8 +6,10 @@
  * whose config.json cannot hold a request (spec_without_request), leaving
  * any temporary config.json a killed create left to the next create the
  * full program runs. One call it finishes itself: the delete of a live
- * container with devices and no limits (delete_plain), whose runtime it runs
- * as a child before removing the state dir.
+ * container with devices and no limits (delete_stateful), whose runtime it
+ * runs as a child before removing the state dir. The delete of an ended
+ * container with limits whose monitor runs is an exec: the monitor removes
+ * the dir.
  *
  * Built freestanding: no stack protector (its canary lives in TLS, which
  * glibc has not set up), no call the compiler might invent (memcpy, strlen:
@@ -263,12 +265,15 @@ static int spec_without_request(int argc, char **argv, int verb, const struct gp
   return len >= 0 && !gpuslice_fp_spec_may_request(spec_buf, (size_t)len, r);
 }
 
-/* ---- delete of a container with devices and no limits ------------------
+/* ---- delete of a container with state ----------------------------------
  * What shim::delete_with_state does, for a state dir that holds only the
- * files of gpuslice_fp_plain_state_file: a container whose init has ended
- * loses its dir first and the runtime is exec'd; a live one's runtime runs
- * as a child, and the dir goes once the runtime said yes and the init is
- * gone (the same id may be a live container's under another --root). */
+ * files of gpuslice_fp_plain_state_file (devices, no limits): a container
+ * whose init has ended loses its dir first and the runtime is exec'd; a
+ * live one's runtime runs as a child, and the dir goes once the runtime said
+ * yes and the init is gone (the same id may be a live container's under
+ * another --root). For a container with limits whose init has ended and
+ * whose monitor runs, the runtime is exec'd and the dir left to the
+ * monitor, which removes it itself when the init ends. */
 
 struct linux_dirent64 {
   unsigned long long d_ino;
@@ -314,7 +319,7 @@ static __attribute__((noreturn)) void sys_exit(int code) {
 
 /* The delete of `id`, whose state dir is plain: returns (everything closed)
  * only when the full program is to run instead. */
-static void delete_plain(char **argv, char **envp, const char *runtime, const char *state_dir, const char *id) {
+static void delete_stateful(char **argv, char **envp, const char *runtime, const char *state_dir, const char *id) {
   static const char containers_dir[] = "/containers";
   if (gpuslice_fp_strlen(state_dir) + sizeof containers_dir > sizeof state_path)
     return;
@@ -325,8 +330,20 @@ static void delete_plain(char **argv, char **envp, const char *runtime, const ch
     return;
   const int dir = sys_openat(containers, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   int runs = -1;
-  if (dir >= 0 && sys_statx(dir, "", AT_EMPTY_PATH, &st) == 0 && root_only(&st) && holds_only_plain_files(dir))
-    runs = recorded_process_runs(dir, GPUSLICE_FP_INIT_RECORD);
+  if (dir >= 0 && sys_statx(dir, "", AT_EMPTY_PATH, &st) == 0 && root_only(&st)) {
+    if (holds_only_plain_files(dir)) {
+      runs = recorded_process_runs(dir, GPUSLICE_FP_INIT_RECORD);
+    } else if (recorded_process_runs(dir, GPUSLICE_FP_INIT_RECORD) == 0 &&
+               recorded_process_runs(dir, GPUSLICE_FP_MONITOR_RECORD) == 1) {
+      /* A container with limits whose init has ended: its monitor, which
+       * runs, removes the dir as it sees the init go (gpuslice-shim's
+       * cleanup); a dir it leaves is stale, and collected. */
+      sys_close(dir);
+      sys_close(containers);
+      sys_call(__NR_execve, (long)runtime, (long)argv, (long)envp, 0, 0);
+      return;
+    }
+  }
   if (runs < 0) {
     if (dir >= 0)
       sys_close(dir);
@@ -393,11 +410,11 @@ void gpuslice_fast_path(long *sp) {
     return;
   /* A delete whose container (the last argument, runc's and crun's place
    * for it) is the only one with a state dir may still be the entry's. */
-  const int plain_delete = kind == GPUSLICE_FP_STATEFUL && gpuslice_fp_streq(argv[verb], "delete") &&
+  const int stateful_delete = kind == GPUSLICE_FP_STATEFUL && gpuslice_fp_streq(argv[verb], "delete") &&
                            argc > verb + 1 && has_state(r.state_dir, argv[argc - 1], 0);
   if (kind == GPUSLICE_FP_BUNDLE ? !spec_without_request(argc, argv, verb, &r)
                                  : kind != GPUSLICE_FP_PLAIN &&
-                                       needs_full_program(verb, plain_delete ? argc - 1 : argc, argv, kind, r.state_dir))
+                                       needs_full_program(verb, stateful_delete ? argc - 1 : argc, argv, kind, r.state_dir))
     return;
 
   /* The runtime the record names, still the very file it resolved to. */
@@ -407,8 +424,8 @@ void gpuslice_fast_path(long *sp) {
     return;
   char *const program = argv[0];
   argv[0] = (char *)r.runtime;
-  if (plain_delete)
-    delete_plain(argv, envp, r.runtime, r.state_dir, argv[argc - 1]);
+  if (stateful_delete)
+    delete_stateful(argv, envp, r.runtime, r.state_dir, argv[argc - 1]);
   else
     sys_call(__NR_execve, (long)r.runtime, (long)argv, (long)envp, 0, 0);
   argv[0] = program; /* not executable after all (or a state dir to leave to

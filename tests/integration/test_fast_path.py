@@ -257,6 +257,40 @@ def test_a_container_whose_monitor_runs_is_the_fast_paths(gpuslice_runtime, fres
     assert not state_dir.exists()
 
 
+def test_delete_of_an_ended_container_whose_monitor_runs_leaves_the_dir_to_the_monitor(
+        gpuslice_runtime, fresh_record, bundle, fake_gpu, cid, gpuslice_state_dir, test_tmp):
+    """A container with limits (a state dir with more than plain files)
+    whose init has ended: while the process its monitor record names runs,
+    the entry execs the runtime's delete and leaves the dir to that monitor,
+    which removes it when it sees the init end; with no monitor running the
+    full program removes the dir. A sleep stands in for the monitor."""
+    rt, log = gpuslice_runtime, test_tmp / "strace.log"
+    stand_in = subprocess.Popen(["sleep", "60"])
+    try:
+        monitors = {"watched": f"{stand_in.pid} {start_time(stand_in.pid)}\n",
+                    "unwatched": f"{stand_in.pid} {start_time(stand_in.pid) + 1}\n"}  # a reused pid
+        # both created first: a create collects the dirs of ended inits
+        created = {name: created_with_a_device(rt, bundle, fake_gpu, f"{cid}-{name}", "true", gpuslice_state_dir)
+                   for name in monitors}
+        dirs = {name: state_dir for name, (state_dir, _) in created.items()}
+        for name, monitor in monitors.items():
+            (dirs[name] / "monitor-args").write_bytes(b"")
+            (dirs[name] / "monitor").write_text(monitor)
+            assert_took("fast" if name == "watched" else "full", rt, log, "start", f"{cid}-{name}")
+            (dirs[name] / "region-id").unlink(missing_ok=True)  # written by the restart the full program tried
+        for _, pid in created.values():
+            assert ocitest.wait_pid(pid, 30) == 0
+        # a live init keeps the call the full program's
+        assert_took("fast", rt, log, "delete", f"{cid}-watched")
+        assert dirs["watched"].is_dir()  # the monitor's to remove
+        assert_took("full", rt, log, "delete", f"{cid}-unwatched")
+        assert not dirs["unwatched"].exists()
+        assert rt.list_ids() == []
+    finally:
+        stand_in.kill()
+        stand_in.wait()
+
+
 def test_delete_of_a_live_container_with_devices_is_fast_and_keeps_the_state_until_it_is_gone(
         gpuslice_runtime, fresh_record, bundle, fake_gpu, cid, gpuslice_state_dir, test_tmp):
     """The entry runs the runtime as a child and removes the state dir

@@ -215,7 +215,7 @@ def test_container_with_a_limit_survives_an_upgrade_under_it(deb, old_deb, debia
         p = in_node(root, f"for i in $(seq 100); do gpuslice-runtime state {cid} | grep -q '\"stopped\"' && break; "
                           f"sleep 0.1; done; gpuslice-runtime delete {cid}")
         assert p.returncode == 0, p.stdout + p.stderr
-        assert not (root / "run" / "gpuslice" / "containers" / cid).exists()
+        assert ocitest.eventually(lambda: not (root / "run" / "gpuslice" / "containers" / cid).exists())
         assert in_node(root, "runc list -q").stdout.split() == []
     finally:
         in_node(root, f"gpuslice-runtime delete --force {cid}")

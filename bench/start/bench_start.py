@@ -128,6 +128,10 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1, help="of the shuffled order of runtimes per iteration (default 1)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
+    ap.add_argument("--compare", default="",
+                    help="another build of the wrapper (e.g. the previous commit's), run in the same interleaving "
+                         "with the same config as the wrapper: an A/B of two builds that this machine's drift between "
+                         "two runs cannot blur")
     ap.add_argument("--phases", action="store_true",
                     help="also print the median of each phase (create, start, wait, delete) per runtime")
     a = ap.parse_args()
@@ -138,6 +142,8 @@ def main() -> int:
     build = Path(wrapper).resolve().parent.parent
     cli = a.cli or str(build / "cli" / "gpuslice")
     floor = a.floor or str(build / "bench" / "start" / "exec_floor")
+    if a.compare and not os.access(a.compare, os.X_OK):
+        raise SystemExit(f"--compare {a.compare}: not an executable")
     for what, path in (("--cli", cli), ("--floor", floor)):
         if not os.access(path, os.X_OK):
             raise SystemExit(f"{what} {path}: not an executable (build it, or name it)")
@@ -182,6 +188,9 @@ def main() -> int:
         failed = False
         for sc in scenarios:
             runners = {"plain": plain, "wrapper": wrapped, "floor": floored}
+            if a.compare:
+                runners["compare"] = ocitest.Runtime("compare", [os.path.abspath(a.compare)], root, env=wrapped.env,
+                                                     lowlevel=plain)
             bundles = {name: ocitest.Bundle(tmp / f"{sc}-{name}", template, rootfs) for name in runners}
             configs = {}
             for name, b in bundles.items():

@@ -51,9 +51,13 @@ namespace gpuslice::shim {
 
 namespace {
 
+// What runs before the recorder's wait ends is not instrumented: ASan's
+// checks may call into its runtime, whose state this process shares then.
+#define GPUSLICE_RAW_ONLY __attribute__((no_sanitize_address))
+
 // A system call that leaves errno alone (the recorder's errno is this
 // process's until runc exits): the result, or -errno.
-long raw_syscall(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0) {
+GPUSLICE_RAW_ONLY long raw_syscall(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0) {
 #if defined(__x86_64__)
   register long r10 __asm__("r10") = d;
   register long r8 __asm__("r8") = e;
@@ -96,7 +100,7 @@ struct Recorder {
 // reader (containerd reading runc's output) waits for every writer. The
 // caller's are those without close-on-exec, runc's to inherit; this
 // process's own (log, pidfd) all have it.
-void drop_callers_files() {
+GPUSLICE_RAW_ONLY void drop_callers_files() {
   const long null = raw_syscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"), O_RDWR | O_CLOEXEC);
   for (long fd = 0; fd < 3; ++fd) {
     if (null == fd)
@@ -182,7 +186,7 @@ void record_or_clean_up(const Recorder &r) {
   }
 }
 
-int record_after_runtime(void *arg) {
+GPUSLICE_RAW_ONLY int record_after_runtime(void *arg) {
   auto &r = *static_cast<Recorder *>(arg);
   drop_callers_files();
   struct pollfd exited {r.creator_pidfd, POLLIN, 0};

@@ -44,7 +44,9 @@
 #include <vector>
 #include <csignal>
 #include <cerrno>
+#include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 namespace gpuslice::shim {
@@ -89,6 +91,7 @@ struct Recorder {
   std::string state_dir;
   std::string id;
   std::string pid_file;
+  std::string bundle; // as given ("" for the cwd, which the recorder shares)
   std::string log_path, log_format;
   state::ProcessId creator; // this process, then runc under the same pid
   int creator_pidfd = -1;
@@ -147,8 +150,17 @@ void fail_closed(const Recorder &r, const std::string &message) {
   spdlog::error("{}", shown);
 }
 
-// The init's pid as `runtime state ID` shows it: for a create whose pid
-// file is missing (runc failed, or someone removed it).
+// The same directory, by its resolved path ("" when it has none).
+std::string resolved(const std::string &path) {
+  char buf[PATH_MAX];
+  return ::realpath(path.empty() ? "." : path.c_str(), buf) ? std::string(buf) : std::string();
+}
+
+// The init's pid as `runtime state ID` shows it, when that container is
+// this create's (its bundle is ours: an id of another bundle's container
+// made runc fail): for a create whose pid file is missing (runc failed, or
+// someone removed it). Start times alone cannot tell: they count 10 ms
+// ticks, and crun creates a container in less.
 std::optional<int> init_pid_from_runtime_state(const Recorder &r) {
   UniqueFd out(::memfd_create("runtime-state", MFD_CLOEXEC));
   if (!out || ::dup2(out.get(), STDOUT_FILENO) < 0 || run_runtime(r.runtime, r.state_args) != 0)
@@ -159,7 +171,10 @@ std::optional<int> init_pid_from_runtime_state(const Recorder &r) {
     return std::nullopt;
   const auto state = nlohmann::json::parse(buf, buf + n, nullptr, false);
   if (!state.is_object() || !state.contains("pid") || !state["pid"].is_number_integer() || state["pid"].get<long>() <= 0 ||
-      state["pid"].get<long>() > INT32_MAX)
+      state["pid"].get<long>() > INT32_MAX || !state.contains("bundle") || !state["bundle"].is_string())
+    return std::nullopt;
+  const std::string ours = resolved(r.bundle);
+  if (ours.empty() || resolved(state["bundle"].get<std::string>()) != ours)
     return std::nullopt;
   return static_cast<int>(state["pid"].get<long>());
 }
@@ -221,6 +236,7 @@ void exec_recording_init(const std::string &runtime, const CommandLine &cl, cons
   r.state_dir = config.state_dir;
   r.id = cl.container_id;
   r.pid_file = pid_file;
+  r.bundle = cl.bundle;
   r.log_path = cl.log_path;
   r.log_format = cl.log_format;
   r.creator = *me;

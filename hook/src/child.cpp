@@ -4,13 +4,36 @@
 #include "gpuslice/common/strings.hpp"
 
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 
 namespace gpuslice::hook {
+
+ssize_t write_to_child(int fd, std::string_view data) {
+  sigset_t pipe_only, old;
+  ::sigemptyset(&pipe_only);
+  ::sigaddset(&pipe_only, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  ssize_t n;
+  while ((n = ::write(fd, data.data(), data.size())) < 0 && errno == EINTR) {
+  }
+  const int write_errno = errno;
+  // The SIGPIPE of a broken pipe is now pending on this thread: taken
+  // before the mask goes back (unless one was pending already).
+  if (n < 0 && write_errno == EPIPE && !::sigismember(&old, SIGPIPE)) {
+    const timespec now{};
+    while (::sigtimedwait(&pipe_only, nullptr, &now) < 0 && errno == EINTR) {
+    }
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = write_errno;
+  return n;
+}
 
 namespace {
 

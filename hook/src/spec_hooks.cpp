@@ -47,9 +47,9 @@ void run_one(const HookToRun &hook, const std::string &state_json) {
   in_read.reset();
   err_write.reset();
   // The state is small: it fits the pipe, and a hook that never reads it
-  // must not block us.
+  // (or is gone already) must neither block nor kill us.
   ::fcntl(in_write.get(), F_SETFL, O_NONBLOCK);
-  [[maybe_unused]] ssize_t written = ::write(in_write.get(), state_json.data(), state_json.size());
+  (void)write_to_child(in_write.get(), state_json);
   in_write.reset();
 
   const int timeout = hook.timeout > 0 ? hook.timeout : 60;

@@ -3,6 +3,7 @@
 // spec's hooks it runs (hook/spec_hooks.hpp).
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/hook/child.hpp"
 #include "gpuslice/hook/injection.hpp"
 #include "gpuslice/hook/spec_hooks.hpp"
 
@@ -11,6 +12,12 @@
 #include <catch2/catch.hpp>
 
 #include <linux/mount.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 using namespace gpuslice;
 using namespace gpuslice::hook;
@@ -121,4 +128,24 @@ TEST_CASE("hook injection: the spec's hooks run as the engine would run them", "
                     Catch::Contains("cannot execute it"));
   CHECK_THROWS_WITH(run_spec_hooks({HookToRun{"prestart", "/bin/sleep", {"sleep", "30"}, {}, 1}}, "{}"),
                     Catch::Contains("did not finish within 1 s"));
+}
+
+TEST_CASE("hook injection: a hook gone before its state is written does not kill us", "[hook]") {
+  // A hook may exit without reading its stdin, before the state is written
+  // (a loaded machine): EPIPE, not SIGPIPE (which once killed this test
+  // binary, and would kill gpuslice-hook, now and then).
+  int p[2];
+  REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+  ::close(p[0]);
+  errno = 0;
+  CHECK(write_to_child(p[1], "{}") == -1);
+  CHECK(errno == EPIPE);
+  sigset_t pending;
+  ::sigemptyset(&pending);
+  ::sigpending(&pending);
+  CHECK_FALSE(::sigismember(&pending, SIGPIPE));
+  sigset_t mask;
+  ::pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+  CHECK_FALSE(::sigismember(&mask, SIGPIPE)); // left as it was
+  ::close(p[1]);
 }

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace gpuslice::hook {
 
@@ -20,6 +21,12 @@ struct ChildEnd {
   // (or was killed by signal N, or did not finish within N s).
   std::optional<std::string> failure(const std::string &shown, int timeout_s) const;
 };
+
+// Writes `data` to `fd` (a child's stdin pipe) once, without SIGPIPE: a
+// child that exited, or closed its stdin, before reading it (a hook is
+// free not to read the state) must not kill this process. Returns what
+// write(2) returned (errno set on -1, EPIPE included).
+ssize_t write_to_child(int fd, std::string_view data);
 
 // Reads `stderr_fd` (the read end of the child's stderr pipe) until the
 // child and whatever inherited it close it, or `timeout_s` pass (the child

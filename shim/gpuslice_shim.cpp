@@ -115,7 +115,7 @@ int run(int argc, char **argv) {
       try {
         state::remove_container_dir(state_dir, id, creator);
       } catch (const Error &) {
-        // `delete` (or the poststop hook, in hook mode) or the next create removes it
+        // the next create, or the poststop hook in hook mode, removes it
       }
     };
   }

@@ -317,7 +317,7 @@ static __attribute__((noreturn)) void sys_exit(int code) {
     sys_call(__NR_exit_group, code, 0, 0, 0, 0);
 }
 
-/* The delete of `id`, whose state dir is plain: returns (everything closed)
+/* The delete of `id`, which has a state dir: returns (everything closed)
  * only when the full program is to run instead. */
 static void delete_stateful(char **argv, char **envp, const char *runtime, const char *state_dir, const char *id) {
   static const char containers_dir[] = "/containers";

@@ -165,11 +165,11 @@ std::optional<int> init_pid_from_runtime_state(const Recorder &r) {
   UniqueFd out(::memfd_create("runtime-state", MFD_CLOEXEC));
   if (!out || ::dup2(out.get(), STDOUT_FILENO) < 0 || run_runtime(r.runtime, r.state_args) != 0)
     return std::nullopt;
-  char buf[64 * 1024];
-  const ssize_t n = ::pread(out.get(), buf, sizeof buf, 0);
+  std::vector<char> buf(64 * 1024);
+  const ssize_t n = ::pread(out.get(), buf.data(), buf.size(), 0);
   if (n <= 0)
     return std::nullopt;
-  const auto state = nlohmann::json::parse(buf, buf + n, nullptr, false);
+  const auto state = nlohmann::json::parse(buf.data(), buf.data() + n, nullptr, false);
   if (!state.is_object() || !state.contains("pid") || !state["pid"].is_number_integer() || state["pid"].get<long>() <= 0 ||
       state["pid"].get<long>() > INT32_MAX || !state.contains("bundle") || !state["bundle"].is_string())
     return std::nullopt;
@@ -205,8 +205,13 @@ GPUSLICE_RAW_ONLY int record_after_runtime(void *arg) {
   auto &r = *static_cast<Recorder *>(arg);
   drop_callers_files();
   struct pollfd exited {r.creator_pidfd, POLLIN, 0};
-  while (raw_syscall(SYS_ppoll, reinterpret_cast<long>(&exited), 1, 0, 0, 8) == -EINTR)
-    ;
+  for (;;) {
+    const long rc = raw_syscall(SYS_ppoll, reinterpret_cast<long>(&exited), 1, 0, 0, 8);
+    if (rc == 1 && (exited.revents & (POLLIN | POLLHUP)))
+      break;
+    if (rc == 1 || (rc < 0 && rc != -EINTR))
+      raw_syscall(SYS_exit_group, 0); // cannot wait: the dir, its creator gone, is collected as stale
+  }
   // The caller's process is gone: from here on this memory is ours.
   if (r.exec_started.load(std::memory_order_acquire)) {
     ::sigprocmask(SIG_SETMASK, &r.caller_mask, nullptr);
@@ -227,8 +232,10 @@ void exec_recording_init(const std::string &runtime, const CommandLine &cl, cons
                          const std::string &pid_file) {
   static Recorder r; // outlives this frame in the recorder's eyes
   const auto me = state::process_id(static_cast<int>(::getpid()));
-  const long pidfd = ::syscall(SYS_pidfd_open, ::getpid(), 0);
-  if (!me || pidfd < 0)
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
+  if (pidfd && pidfd.get() <= STDERR_FILENO) // the recorder points 0-2 at /dev/null
+    pidfd.reset(::fcntl(pidfd.get(), F_DUPFD_CLOEXEC, STDERR_FILENO + 1));
+  if (!me || !pidfd)
     return; // kernel before 5.3: runc as a child
   r.runtime = runtime;
   r.delete_args = cl.with_global_flags({"delete", "--force", cl.container_id});
@@ -240,14 +247,20 @@ void exec_recording_init(const std::string &runtime, const CommandLine &cl, cons
   r.log_path = cl.log_path;
   r.log_format = cl.log_format;
   r.creator = *me;
-  r.creator_pidfd = static_cast<int>(pidfd);
 
-  constexpr std::size_t kStackSize = 256 * 1024;
+  // Its own stack, with a guard page below it.
+  constexpr std::size_t kStackSize = 256 * 1024, kGuard = 4096;
   void *stack = ::mmap(nullptr, kStackSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (stack == MAP_FAILED) {
-    ::close(r.creator_pidfd);
+  if (stack == MAP_FAILED)
+    return;
+  if (::mprotect(stack, kGuard, PROT_NONE) != 0) {
+    ::munmap(stack, kStackSize);
     return;
   }
+  // Held by the recorder (its copy of this fd) until the create is decided:
+  // a create of the same id waits for it (state::create_container_dir).
+  const UniqueFd dir_lock = state::lock_container_dir(config.state_dir, cl.container_id);
+  r.creator_pidfd = pidfd.get();
   sigset_t all;
   ::sigfillset(&all);
   ::sigprocmask(SIG_SETMASK, &all, &r.caller_mask); // no handler runs in the recorder
@@ -256,7 +269,6 @@ void exec_recording_init(const std::string &runtime, const CommandLine &cl, cons
   const int clone_errno = errno;
   ::sigprocmask(SIG_SETMASK, &r.caller_mask, nullptr);
   if (recorder < 0) {
-    ::close(r.creator_pidfd);
     ::munmap(stack, kStackSize);
     errno = clone_errno;
     return;

@@ -78,6 +78,15 @@ UniqueFd open_containers(const std::string &state_dir, bool create) {
   return cur;
 }
 
+UniqueFd locked(UniqueFd dir, const std::string &path) {
+  int rc;
+  while ((rc = ::flock(dir.get(), LOCK_EX)) != 0 && errno == EINTR) {
+  }
+  if (rc != 0)
+    throw system_error("cannot lock " + quote(path));
+  return dir;
+}
+
 // Container dir `id`, which must be there (nothing is created). Throws Error.
 ContainerDir open_existing(const std::string &state_dir, const std::string &id) {
   check_id(id);
@@ -253,13 +262,24 @@ ContainerDir create_container_dir(const std::string &state_dir, const std::strin
   check_id(id);
   UniqueFd containers = open_containers(state_dir, true);
   const std::string path = fs::clean_path(state_dir) + "/containers/" + id;
-  if (UniqueFd existing = open_dir_at(containers.get(), id)) {
-    if (is_live(existing.get()))
+  for (bool waited = false;; waited = true) {
+    UniqueFd existing = open_dir_at(containers.get(), id);
+    if (!existing) {
+      if (errno != ENOENT)
+        throw system_error("cannot open " + quote(path));
+      break;
+    }
+    if (!is_live(existing.get())) {
+      remove_dir_at(containers.get(), id, path);
+      break;
+    }
+    // A create still deciding (no init yet) holds the dir's lock until its
+    // runtime has said yes or no (shim's init recorder): waited for once,
+    // so that a create retried at once after a failed one is not refused.
+    if (waited || read_record(existing.get(), kInit))
       throw Error("container id " + quote(id) + " is already in use (state " + quote(path) +
                   "): a second container cannot take it over");
-    remove_dir_at(containers.get(), id, path);
-  } else if (errno != ENOENT) {
-    throw system_error("cannot open " + quote(path));
+    (void)locked(std::move(existing), path);
   }
   const auto me = process_id(static_cast<int>(::getpid()));
   if (!me)
@@ -363,14 +383,6 @@ std::vector<std::string> entries_of(int dir_fd) {
 namespace {
 
 // `dir`, locked (flock, exclusive; waits); `path` names it in errors.
-UniqueFd locked(UniqueFd dir, const std::string &path) {
-  int rc;
-  while ((rc = ::flock(dir.get(), LOCK_EX)) != 0 && errno == EINTR) {
-  }
-  if (rc != 0)
-    throw system_error("cannot lock " + quote(path));
-  return dir;
-}
 
 } // namespace
 

@@ -240,6 +240,25 @@ def test_gpuslice_failed_runc_create_leaves_no_state(gpuslice_runtime, bundle, f
 
 
 @pytest.mark.gpuslice
+def test_gpuslice_create_retried_at_once_after_a_failed_one_is_not_refused(gpuslice_runtime, bundle, fake_gpu,
+                                                                            busybox_rootfs, cid):
+    """The state dir of a create that runc refused goes only after runc has
+    exited (its recorder asks `runc state` first): a create of the same id
+    made at once waits for that decision instead of finding the id in use."""
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.spec["root"]["path"] = str(bundle.path / "no-such-rootfs")
+    bundle.write()
+    assert gpuslice_runtime.create(bundle, cid, check=False).returncode != 0
+    bundle.spec["root"]["path"] = str(busybox_rootfs)
+    bundle.write()
+    p = gpuslice_runtime.create(bundle, cid, check=False)
+    try:
+        assert p.returncode == 0, p.stderr
+    finally:
+        gpuslice_runtime.delete(cid, force=True)
+
+
+@pytest.mark.gpuslice
 def test_gpuslice_create_of_a_live_id_leaves_that_container_alone(plain_runtime, gpuslice_runtime, bundle, make_bundle,
                                                                   fake_gpu, gpuslice_state_dir, cid):
     """A GPU create whose id is a running plain container's (made without

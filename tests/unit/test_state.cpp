@@ -155,6 +155,44 @@ TEST_CASE("state dir: creation handed over to another process, which then decide
   CHECK_FALSE(exists(state + "/containers/d"));
 }
 
+TEST_CASE("state dir: a create waits for one still deciding (no init, dir locked) instead of refusing", "[state]") {
+  TempDir t;
+  const std::string state = t / "state";
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) { // a create whose runtime then fails: its dir, locked, removed under the lock
+    try {
+      create_container_dir(state, "c");
+      UniqueFd lock = lock_container_dir(state, "c");
+      (void)!::write(ready[1], "x", 1);
+      ::usleep(200 * 1000);
+      remove_container_dir(state, "c");
+    } catch (...) {
+      ::_exit(1);
+    }
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char x;
+  REQUIRE(::read(ready[0], &x, 1) == 1);
+  ::close(ready[0]);
+  // Its creator still runs: refused before; now taken once the lock is released.
+  CHECK_NOTHROW(create_container_dir(state, "c"));
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(status == 0);
+  auto dirs = open_container_dirs(state);
+  REQUIRE(dirs.size() == 1);
+  CHECK(read_process_record(dirs[0].fd.get(), "creator") == process_id(static_cast<int>(::getpid())));
+
+  // A dir whose init runs is refused without waiting for its lock.
+  record_init(state, "c", static_cast<int>(::getpid()));
+  UniqueFd held = lock_container_dir(state, "c");
+  CHECK_THROWS_WITH(create_container_dir(state, "c"), Catch::Contains("already in use"));
+}
+
 TEST_CASE("state dir: carries its format; an older layout is read, a newer one refused, either removed",
           "[state]") {
   TempDir t;

@@ -71,7 +71,9 @@ void write_process_record(int dir_fd, const char *name, const ProcessId &p, cons
 // Creates <state_dir>/containers/<id>/ with `creator` set to the calling
 // process, atomically (built under a temporary name, renamed into place
 // without replacing anything). A stale directory of the same id is
-// collected first; a live one is an error naming the id. Throws Error.
+// collected first; a live one is an error naming the id, once its lock is
+// released when it has no init yet (a create still deciding, which holds
+// it). Throws Error.
 ContainerDir create_container_dir(const std::string &state_dir, const std::string &id);
 
 // Makes `to` the directory's creator in place of `from` (the process that

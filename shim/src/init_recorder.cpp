@@ -39,15 +39,15 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <optional>
-#include <string>
-#include <vector>
-#include <csignal>
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace gpuslice::shim {
 
@@ -140,10 +140,10 @@ GPUSLICE_RAW_ONLY void drop_callers_files() {
   raw_syscall(SYS_close, dir);
 }
 
-void fail_closed(const Recorder &r, const std::string &message) {
+// `me`: the recorder, the state dir's creator.
+void fail_closed(const Recorder &r, const std::optional<state::ProcessId> &me, const std::string &message) {
   // The pid file named a process this create's runc started: the container is ours.
   (void)run_runtime(r.runtime, r.delete_args, ChildEnds::on_its_own);
-  const auto me = state::process_id(static_cast<int>(::getpid()));
   state::remove_container_dir(r.state_dir, r.id, me);
   const std::string shown = "cannot record the init of container " + quote(r.id) + " (deleted again): " + message;
   write_runtime_log(r.log_path, r.log_format, "gpuslice: " + shown);
@@ -197,7 +197,7 @@ void record_or_clean_up(const Recorder &r) {
   try {
     state::record_init(r.state_dir, r.id, *pid);
   } catch (const Error &e) {
-    fail_closed(r, e.message());
+    fail_closed(r, me, e.message());
   }
 }
 
@@ -280,10 +280,7 @@ void exec_recording_init(const std::string &runtime, const CommandLine &cl, cons
   state::hand_over_creation(config.state_dir, cl.container_id, *me, *recorder_id);
   // Nothing allocates between the flag and the exec: the recorder may take
   // this memory over as it is then.
-  std::vector<char *> argv{const_cast<char *>(runtime.c_str())};
-  for (const auto &a : cl.args)
-    argv.push_back(const_cast<char *>(a.c_str()));
-  argv.push_back(nullptr);
+  auto argv = argv_of(runtime, cl.args);
   r.exec_started.store(true, std::memory_order_release);
   ::execv(runtime.c_str(), argv.data());
   r.exec_started.store(false, std::memory_order_release);

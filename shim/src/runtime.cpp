@@ -71,9 +71,6 @@ std::string find_runtime(const Config &config) {
               "); install runc or crun, or set [runtime] runtimes in the config");
 }
 
-namespace {
-
-// execv's vector: the runtime, then args, then NULL (pointing into both).
 std::vector<char *> argv_of(const std::string &runtime, const std::vector<std::string> &args) {
   std::vector<char *> argv;
   argv.reserve(args.size() + 2);
@@ -83,8 +80,6 @@ std::vector<char *> argv_of(const std::string &runtime, const std::vector<std::s
   argv.push_back(nullptr);
   return argv;
 }
-
-} // namespace
 
 void exec_runtime(const std::string &runtime, const std::vector<std::string> &args) {
   auto argv = argv_of(runtime, args);

@@ -78,6 +78,7 @@ UniqueFd open_containers(const std::string &state_dir, bool create) {
   return cur;
 }
 
+// `dir`, locked (flock, exclusive; waits); `path` names it in errors.
 UniqueFd locked(UniqueFd dir, const std::string &path) {
   int rc;
   while ((rc = ::flock(dir.get(), LOCK_EX)) != 0 && errno == EINTR) {
@@ -377,12 +378,6 @@ std::vector<std::string> entries_of(int dir_fd) {
   }
   return names;
 }
-
-} // namespace
-
-namespace {
-
-// `dir`, locked (flock, exclusive; waits); `path` names it in errors.
 
 } // namespace
 

@@ -13,6 +13,9 @@ namespace gpuslice::shim {
 // itself, whatever it is installed as. Throws Error listing what was tried.
 std::string find_runtime(const Config &config);
 
+// execv's vector: the runtime, then args, then NULL (pointing into both).
+std::vector<char *> argv_of(const std::string &runtime, const std::vector<std::string> &args);
+
 // Replaces the process with `runtime args...`; returns only on failure
 // (throws Error).
 [[noreturn]] void exec_runtime(const std::string &runtime, const std::vector<std::string> &args);

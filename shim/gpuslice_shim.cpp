@@ -143,12 +143,16 @@ int run(int argc, char **argv) {
       log = std::fopen(opt["--log-file"].c_str(), "ae");
     }
     e.log = log;
-    std::string why;
-    auto nvml = monitor::Nvml::load(opt.count("--nvml") ? opt["--nvml"] : "libnvidia-ml.so.1", why);
-    if (!nvml && log)
-      std::fprintf(log, "gpuslice-shim container %s: %s: GPU memory is enforced by the interposer alone\n",
-                   e.container_id.c_str(), why.c_str());
-    enforcer = std::make_unique<monitor::Enforcer>(std::move(e), std::move(nvml));
+    auto load_nvml = [library = opt.count("--nvml") ? opt["--nvml"] : "libnvidia-ml.so.1", id = e.container_id,
+                      log]() {
+      std::string why;
+      auto nvml = monitor::Nvml::load(library, why);
+      if (!nvml && log)
+        std::fprintf(log, "gpuslice-shim container %s: %s: GPU memory is enforced by the interposer alone\n",
+                     id.c_str(), why.c_str());
+      return nvml;
+    };
+    enforcer = std::make_unique<monitor::Enforcer>(std::move(e), std::move(load_nvml));
     setup.on_connect = [&](int pid) { enforcer->connected(pid); };
     setup.on_init = [&](int pid) { enforcer->init_started(pid); };
     setup.on_interval = [&, region = setup.region.get()] { enforcer->check(region); };

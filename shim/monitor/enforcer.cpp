@@ -25,6 +25,9 @@ Action parse_action(const std::string &text) {
 Enforcer::Enforcer(EnforcerSetup setup, std::unique_ptr<Nvml> nvml)
     : setup_(std::move(setup)), nvml_(std::move(nvml)) {}
 
+Enforcer::Enforcer(EnforcerSetup setup, std::function<std::unique_ptr<Nvml>()> load_nvml)
+    : setup_(std::move(setup)), load_nvml_(std::move(load_nvml)) {}
+
 void Enforcer::say(const std::string &line) {
   if (!setup_.log)
     return;
@@ -306,6 +309,10 @@ void Enforcer::check(int region_fd) {
     for (const auto &d : sharing::read_region(region_fd).devices)
       view_[sharing::uuid_text(d.uuid)].interposer_used = d.used;
   } catch (const Error &) {
+  }
+  if (load_nvml_) {
+    nvml_ = load_nvml_();
+    load_nvml_ = nullptr;
   }
   if (nvml_ && cgroup_) {
     tick_++;

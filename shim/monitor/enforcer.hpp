@@ -24,6 +24,7 @@
 #include "gpuslice/sharing/limits.hpp"
 
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -54,6 +55,12 @@ struct Counts {
 class Enforcer {
 public:
   Enforcer(EnforcerSetup setup, std::unique_ptr<Nvml> nvml);
+  // NVML from `load_nvml`, called at the first check rather than here:
+  // loading it (nvmlInit opens every GPU of the node) is milliseconds of
+  // CPU that would compete with the container's own start, which the
+  // monitor's start overlaps; the first check comes an interval later
+  // anyway, and a container that ends before it never needs NVML.
+  Enforcer(EnforcerSetup setup, std::function<std::unique_ptr<Nvml>()> load_nvml);
 
   void connected(int pid) { connected_.insert(pid); }
   void init_started(int pid); // the container's init: its cgroup
@@ -84,6 +91,7 @@ private:
 
   EnforcerSetup setup_;
   std::unique_ptr<Nvml> nvml_;
+  std::function<std::unique_ptr<Nvml>()> load_nvml_; // empty once called
   std::optional<ContainerCgroup> cgroup_;
   std::set<int> connected_;
   std::set<unsigned> bypass_said_;

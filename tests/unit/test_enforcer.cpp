@@ -13,7 +13,7 @@ nlohmann::json status_of(const std::string &container_id, const std::string &pod
   EnforcerSetup setup;
   setup.container_id = container_id;
   setup.pod = pod;
-  Enforcer enforcer(std::move(setup), nullptr);
+  Enforcer enforcer(std::move(setup), std::unique_ptr<Nvml>());
   return nlohmann::json::parse(enforcer.status_json()); // throws on anything not JSON
 }
 } // namespace
@@ -31,4 +31,18 @@ TEST_CASE("monitor status: bytes that are not UTF-8 are replaced, not let throug
   const auto status = status_of("c1", std::string("ns/\xff\xfe-\xc3") + "x");
   CHECK(status["pod"] == "ns/\xef\xbf\xbd\xef\xbf\xbd-\xef\xbf\xbdx"); // U+FFFD each
   CHECK_FALSE(status_of("c2", "").contains("pod"));
+}
+
+TEST_CASE("monitor: NVML is loaded at the first check, once, not as the monitor starts", "[monitor]") {
+  int loads = 0;
+  Enforcer enforcer(EnforcerSetup{}, [&]() -> std::unique_ptr<Nvml> {
+    ++loads;
+    return nullptr; // as when the library is missing: the interposer alone
+  });
+  CHECK(loads == 0); // the container's start is not competing with it
+  enforcer.check(-1);
+  CHECK(loads == 1);
+  enforcer.check(-1);
+  CHECK(loads == 1); // a library that failed is not tried every interval
+  CHECK(nlohmann::json::parse(enforcer.status_json())["nvml"] == false);
 }

@@ -1,8 +1,8 @@
 // gpuslice-runtime: an OCI runtime command line in front of runc or crun.
 // `create` and `run` get the container's CDI devices applied to the bundle
-// (a create with devices execs runc and a second process records the init
-// once runc has exited; one with limits runs runc as a child, records the
-// init and starts the monitor: shim/lifecycle.hpp); `delete` of a container that has gpuslice state (and
+// (a create with devices execs runc, and a second process records the init
+// once runc has exited, and starts the monitor of a container with limits:
+// shim/lifecycle.hpp); `delete` of a container that has gpuslice state (and
 // `run` of one) removes that state; `exec` gets the container's CDI env; start, state, exec, ps,
 // pause and resume start the container's monitor again when it died; every
 // other verb (and a container that asks for no device) is an exec of the
@@ -94,15 +94,21 @@ int run(shim::CommandLine &cl) {
 
   if (cl.checks_monitor() && !cl.container_id.empty()) {
     // A container with limits must not run on without its monitor: one
-    // that died is started again, and said. A failure is logged, and the
-    // verb goes on (a probe or `state` must not fail for it).
+    // that died is started again, and said. A failure fails `start` (the
+    // container's processes would run unmonitored); for any other verb it
+    // is logged, and the verb goes on (a probe or `state` must not fail
+    // for it).
+    const bool starting = cl.verb == "start";
     try {
-      if (auto restarted = shim::restart_monitor_if_gone(config, cl.container_id)) {
+      if (auto restarted = shim::restart_monitor_if_gone(
+              config, cl.container_id, starting ? shim::Unmonitored::refuse : shim::Unmonitored::tolerate)) {
         start_logging(config);
         spdlog::warn("{}", *restarted);
         log::flush(); // before the exec
       }
     } catch (const Error &e) {
+      if (starting)
+        return fail(cl, config, "cannot start container " + quote(cl.container_id) + ": " + e.message());
       start_logging(config);
       spdlog::error("{}", e.message());
       log::flush();
@@ -147,8 +153,8 @@ int run(shim::CommandLine &cl) {
   }
 
   try {
-    if (cl.verb == "create" && has_state && !monitor)
-      shim::exec_recording_init(runtime, cl, config, cl.pid_file);
+    if (cl.verb == "create" && has_state)
+      shim::exec_recording_init(runtime, cl, config, cl.pid_file, monitor);
     if (cl.verb == "create" && has_state)
       return shim::create_recording_init(runtime, cl, config, cl.pid_file, std::move(monitor));
     if (cl.verb == "run" && has_state)

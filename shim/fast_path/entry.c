@@ -214,9 +214,15 @@ static int has_state(const char *state_dir, const char *id, int monitor) {
   const int dir = sys_openat(AT_FDCWD, state_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dir < 0)
     return 1;
-  const int runs = sys_statx(dir, "", AT_EMPTY_PATH, &st) == 0 && root_only(&st)
-                       ? recorded_process_runs(dir, GPUSLICE_FP_MONITOR_RECORD)
-                       : -1;
+  int runs = -1;
+  if (sys_statx(dir, "", AT_EMPTY_PATH, &st) == 0 && root_only(&st)) {
+    runs = recorded_process_runs(dir, GPUSLICE_FP_MONITOR_RECORD);
+    /* Not recorded (yet): the create's init recorder may be starting it,
+     * holding the dir's lock until it has (shim::exec_recording_init): a
+     * start that comes at once waits for that, and looks again. */
+    if (runs != 1 && sys_call(__NR_flock, dir, LOCK_SH, 0, 0, 0) == 0)
+      runs = recorded_process_runs(dir, GPUSLICE_FP_MONITOR_RECORD);
+  }
   sys_close(dir);
   return runs != 1;
 }

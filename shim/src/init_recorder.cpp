@@ -1,5 +1,5 @@
-// The create of a container with devices and no limits, without running
-// runc as a child (lifecycle.hpp's exec_recording_init).
+// The create of a container with devices, without running runc as a child
+// (lifecycle.hpp's exec_recording_init).
 //
 // Why: runc as a child puts one more sleep and wake-up, and this process's
 // exit, between runc's exit and the caller's (~2 ms of every GPU create on
@@ -7,8 +7,9 @@
 // records the init is a second one, the recorder, made with CLONE_VM: it
 // costs no copy of this 40 MB process's page tables, and once this process
 // has exec'd runc the old memory is the recorder's alone. It wakes when runc
-// exits, at the same time as the caller, and records the init on the other
-// CPU while the caller goes on.
+// exits, at the same time as the caller, and records the init (and starts
+// the monitor of a container with limits) on the other CPU while the
+// caller goes on.
 //
 // Until runc has exited the recorder shares this process's memory, its
 // thread pointer and errno included, with a process that is still running:
@@ -22,9 +23,11 @@
 
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fd.hpp"
+#include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/log.hpp"
 #include "gpuslice/common/strings.hpp"
 #include "gpuslice/sharing/monitor.hpp"
+#include "gpuslice/shim/monitor_start.hpp"
 #include "gpuslice/shim/runtime.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
@@ -93,8 +96,10 @@ struct Recorder {
   std::string pid_file;
   std::string bundle; // as given ("" for the cwd, which the recorder shares)
   std::string log_path, log_format;
+  std::optional<PendingMonitor> monitor; // a container with limits: started once the init is recorded
   state::ProcessId creator; // this process, then runc under the same pid
   int creator_pidfd = -1;
+  int dir_lock = -1; // the state dir's flock, this process's copy
   sigset_t caller_mask;
   std::atomic<bool> exec_started{false}; // this process is in its execve of runc
 };
@@ -144,10 +149,23 @@ GPUSLICE_RAW_ONLY void drop_callers_files() {
 void fail_closed(const Recorder &r, const std::optional<state::ProcessId> &me, const std::string &message) {
   // The pid file named a process this create's runc started: the container is ours.
   (void)run_runtime(r.runtime, r.delete_args, ChildEnds::on_its_own);
-  state::remove_container_dir(r.state_dir, r.id, me);
-  const std::string shown = "cannot record the init of container " + quote(r.id) + " (deleted again): " + message;
+  const std::string shown = "cannot record the init of container " + quote(r.id) +
+                            (r.monitor ? " or start its monitor" : "") + " (deleted again): " + message;
   write_runtime_log(r.log_path, r.log_format, "gpuslice: " + shown);
   spdlog::error("{}", shown);
+  // A container with limits keeps its dir, with the reason, for `start`
+  // to refuse with (restart_monitor_if_gone); it is stale as soon as this
+  // process, its creator, exits, and goes with the delete that follows.
+  if (r.monitor) {
+    try {
+      fs::write_file_atomic(fs::clean_path(r.state_dir) + "/containers/" + r.id + "/" + kCreateFailedFile, shown,
+                            0400, fs::Durability::atomic);
+      return;
+    } catch (const Error &) {
+      // then without the reason: start finds no container
+    }
+  }
+  state::remove_container_dir(r.state_dir, r.id, me);
 }
 
 // The same directory, by its resolved path ("" when it has none).
@@ -179,7 +197,7 @@ std::optional<int> init_pid_from_runtime_state(const Recorder &r) {
   return static_cast<int>(state["pid"].get<long>());
 }
 
-void record_or_clean_up(const Recorder &r) {
+void record_or_clean_up(Recorder &r) {
   const auto me = state::process_id(static_cast<int>(::getpid()));
   // The init is a process started after runc (this process's pid): a pid
   // file, or a container of this id, naming an older one is another
@@ -195,7 +213,9 @@ void record_or_clean_up(const Recorder &r) {
     return;
   }
   try {
-    state::record_init(r.state_dir, r.id, *pid);
+    const state::ContainerDir dir = state::record_init(r.state_dir, r.id, *pid);
+    if (r.monitor) // the dir is locked: the caller took the lock, this process holds it
+      launch_monitor(std::move(*r.monitor), dir);
   } catch (const Error &e) {
     fail_closed(r, me, e.message());
   }
@@ -220,6 +240,9 @@ GPUSLICE_RAW_ONLY int record_after_runtime(void *arg) {
     } catch (const std::exception &e) {
       spdlog::error("container {}: {}", r.id, e.what());
     }
+    // Decided: a start waiting on it goes on now, not once the exit has
+    // unmapped the 40 MB this process inherited.
+    ::close(r.dir_lock);
     log::flush();
   }
   raw_syscall(SYS_exit_group, 0);
@@ -229,9 +252,16 @@ GPUSLICE_RAW_ONLY int record_after_runtime(void *arg) {
 } // namespace
 
 void exec_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
-                         const std::string &pid_file) {
+                         const std::string &pid_file, std::optional<PendingMonitor> &monitor) {
   static Recorder r; // outlives this frame in the recorder's eyes
   const auto me = state::process_id(static_cast<int>(::getpid()));
+  // Said by the create itself while it still can: the monitor is started
+  // only after it has returned.
+  if (monitor && ::access(monitor->program.c_str(), X_OK) != 0) {
+    const Error e = system_error("cannot start the container's monitor " + quote(monitor->program));
+    state::remove_container_dir(config.state_dir, cl.container_id, me);
+    throw e;
+  }
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
   if (pidfd && pidfd.get() <= STDERR_FILENO) // the recorder points 0-2 at /dev/null
     pidfd.reset(::fcntl(pidfd.get(), F_DUPFD_CLOEXEC, STDERR_FILENO + 1));
@@ -261,6 +291,7 @@ void exec_recording_init(const std::string &runtime, const CommandLine &cl, cons
   // a create of the same id waits for it (state::create_container_dir).
   const UniqueFd dir_lock = state::lock_container_dir(config.state_dir, cl.container_id);
   r.creator_pidfd = pidfd.get();
+  r.dir_lock = dir_lock.get();
   sigset_t all;
   ::sigfillset(&all);
   ::sigprocmask(SIG_SETMASK, &all, &r.caller_mask); // no handler runs in the recorder
@@ -273,6 +304,7 @@ void exec_recording_init(const std::string &runtime, const CommandLine &cl, cons
     errno = clone_errno;
     return;
   }
+  r.monitor = std::move(monitor); // the recorder's to start
   std::optional<state::ProcessId> recorder_id = state::process_id(recorder);
   if (!recorder_id)
     throw Error("cannot read the start time of the init recorder (pid " + std::to_string(recorder) + ")");

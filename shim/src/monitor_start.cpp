@@ -12,6 +12,9 @@
 #include "gpuslice/shim/sharing.hpp"
 #include "monitor/cgroup.hpp"
 
+#include <algorithm>
+#include <iterator>
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -133,8 +136,24 @@ void watch_init(sharing::MonitorSetup &monitor, const state::ProcessId &init) {
   monitor.init_pid = init.pid;
 }
 
+// The monitor removes the dir when the container ends only while it is
+// still its creator's (gpuslice-shim --creator): the creator recorded when
+// the monitor starts, not when its arguments were saved, since a create
+// that execs runc hands the creation over to its init recorder in between.
+void pass_creator(std::vector<std::string> &args, int dir_fd, const std::string &path) {
+  const auto creator = state::read_process_record(dir_fd, state::kCreatorRecord);
+  if (!creator)
+    throw Error("no creator is recorded in " + quote(path));
+  auto flag = std::find(args.begin(), args.end(), "--creator");
+  if (flag == args.end() || std::next(flag) == args.end())
+    args.insert(args.end(), {"--creator", state::to_text(*creator)});
+  else
+    *std::next(flag) = state::to_text(*creator);
+}
+
 // Starts it and records it in the container dir `dir_fd` (`path`).
 pid_t exec_and_record(PendingMonitor monitor, int dir_fd, const std::string &path) {
+  pass_creator(monitor.args, dir_fd, path);
   const pid_t pid = sharing::exec_monitor(std::move(monitor.setup), monitor.program, monitor.args);
   if (const auto self = state::process_id(pid))
     state::write_process_record(dir_fd, state::kMonitorRecord, *self, path);
@@ -165,7 +184,8 @@ void launch_monitor(PendingMonitor monitor, const state::ContainerDir &dir) {
   exec_and_record(std::move(monitor), dir.fd.get(), dir.path);
 }
 
-std::optional<std::string> restart_monitor_if_gone(const Config &config, const std::string &id) {
+std::optional<std::string> restart_monitor_if_gone(const Config &config, const std::string &id,
+                                                   Unmonitored unmonitored) {
   if (!state::is_safe_container_id(id) || !fs::is_absolute(config.state_dir))
     return std::nullopt;
   const std::string path = fs::clean_path(config.state_dir) + "/containers/" + id;
@@ -178,12 +198,18 @@ std::optional<std::string> restart_monitor_if_gone(const Config &config, const s
   if (!saved)
     return std::nullopt; // a container without a monitor (or of an older gpuslice)
   // One restarter at a time (kubelet may run probes at once).
+  // The create's init recorder holds it until it has decided.
   if (::flock(dir.get(), LOCK_EX) != 0)
     throw system_error("cannot lock " + quote(path));
+  if (const auto failed = state::read_state_file(dir.get(), kCreateFailedFile))
+    throw Error(*failed);
   const auto old = state::read_process_record(dir.get(), state::kMonitorRecord);
   if (old && state::process_alive(*old))
     return std::nullopt;
   const auto init = state::read_process_record(dir.get(), state::kInitRecord);
+  if (!init && unmonitored == Unmonitored::refuse)
+    throw Error("its create did not finish (no init is recorded in " + quote(path) +
+                "): it would run without its monitor; delete it and create it again");
   if (!init || !state::process_alive(*init))
     return std::nullopt; // not started yet, or ended: poststop and the next create clean up
   return with_context("container " + quote(id) + ": its monitor (gpuslice-shim) is gone", [&]() -> std::string {

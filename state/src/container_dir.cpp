@@ -18,7 +18,7 @@ namespace gpuslice::state {
 
 namespace {
 
-constexpr const char *kCreator = "creator";
+constexpr const char *kCreator = kCreatorRecord;
 constexpr const char *kInit = kInitRecord;
 constexpr const char *kFormat = "format";
 constexpr std::string_view kFormatPrefix = "gpuslice-state ";

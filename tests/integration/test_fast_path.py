@@ -274,9 +274,12 @@ def test_delete_of_an_ended_container_whose_monitor_runs_leaves_the_dir_to_the_m
                    for name in monitors}
         dirs = {name: state_dir for name, (state_dir, _) in created.items()}
         for name, monitor in monitors.items():
+            # started as a container without limits: a start refuses one
+            # whose monitor cannot be started again
+            rt.start(f"{cid}-{name}")
             (dirs[name] / "monitor-args").write_bytes(b"")
             (dirs[name] / "monitor").write_text(monitor)
-            assert_took("fast" if name == "watched" else "full", rt, log, "start", f"{cid}-{name}")
+            assert_took("fast" if name == "watched" else "full", rt, log, "state", f"{cid}-{name}")
             (dirs[name] / "region-id").unlink(missing_ok=True)  # written by the restart the full program tried
         for _, pid in created.values():
             assert ocitest.wait_pid(pid, 30) == 0

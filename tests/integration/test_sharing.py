@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import ocitest
-from conftest import FAKE_TOTAL, FAKE_UUID0, KIND, built
+from conftest import FAKE_TOTAL, FAKE_UUID0, KIND, RUNTIMES, built, tool
 
 
 @pytest.fixture(scope="module")
@@ -382,8 +382,9 @@ def test_the_monitor_is_gpuslice_shim_detached_and_gone_with_the_container(shari
     bundle.shell("/bin/probe dlsym alloc 200Mi ok 256Mi")
     bundle.write()
     rt.create(bundle, cid)
+    # started by the create's init recorder as runc create ends
+    assert ocitest.eventually(lambda: shim_of(cid)), "no gpuslice-shim for the container"
     shim = shim_of(cid)
-    assert shim, "no gpuslice-shim for the container"
     proc = Path(f"/proc/{shim}")
     # it is started as runc create ends: let it reach its loop (poll or
     # ppoll) before its descriptors are counted
@@ -418,7 +419,12 @@ def test_the_monitor_is_gpuslice_shim_detached_and_gone_with_the_container(shari
     # recorded where restarts and the fast path look for it
     argv = ocitest.monitors()[shim]
     assert argv[argv.index("--init") + 1] == str(init) and "--pid-file" not in argv, argv
-    assert (state / "containers" / cid / "monitor").read_text().split()[0] == str(shim)
+    record = state / "containers" / cid / "monitor"
+    assert ocitest.eventually(lambda: record.exists()) and record.read_text().split()[0] == str(shim)
+    # the dir it removes at the end is its creator's: the init recorder's,
+    # to which the create handed it over before it exec'd runc
+    creator = (state / "containers" / cid / "creator").read_text().split()
+    assert argv[argv.index("--creator") + 1].split() == creator, argv
     # no signal blocked, none ignored but SIGPIPE (bit 13), none caught
     status = dict(line.split(":\t", 1) for line in (proc / "status").read_text().splitlines() if ":\t" in line)
     assert int(status["SigBlk"], 16) == 0 and int(status["SigIgn"], 16) == 1 << 12, status
@@ -449,3 +455,96 @@ def test_create_fails_when_the_monitor_cannot_start(sharing_runtime, test_tmp, s
     assert 'cannot start the container\'s monitor "/nonexistent/gpuslice-shim"' in p.stderr, p.stderr
     assert not (state / "containers" / cid).exists()
     assert cid not in rt.list_ids()
+
+
+@pytest.mark.gpuslice
+def test_create_with_limits_execs_the_runtime(sharing_runtime, runtime_name, test_tmp, spec_template, glibc_rootfs,
+                                              cid):
+    """The create of a container with limits is the low-level runtime's own
+    process (gpuslice-runtime execs it: the caller waits for runc alone),
+    and the monitor still watches the init from its first moment, started
+    by the create's init recorder."""
+    rt, state = sharing_runtime
+    parent = test_tmp / "runtime.parent"
+    script = test_tmp / "lowlevel.sh"
+    script.write_text("#!/bin/sh\n"
+                      f'case " $* " in *" create "*) echo $PPID > {parent};; esac\n'
+                      f'exec {tool(RUNTIMES[runtime_name])} "$@"\n')
+    script.chmod(0o755)
+    conf = test_tmp / "gpuslice.toml"
+    text = conf.read_text()
+    start = text.index("runtimes = ")
+    conf.write_text(text[:start] + f'runtimes = ["{script}"]' + text[text.index("\n", start):])
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
+    bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")
+    bundle.shell("/bin/probe dlsym alloc 300Mi oom 256Mi")
+    bundle.write()
+    rt.create(bundle, cid)
+    assert int(parent.read_text()) == os.getpid(), "the runtime ran as a child of gpuslice-runtime"
+    init = int((bundle.path / f"{cid}.pid").read_text())
+    assert ocitest.eventually(lambda: (state / "containers" / cid / "monitor").exists())
+    argv = ocitest.monitors()[shim_of(cid)]
+    assert argv[argv.index("--init") + 1] == str(init), argv
+    rt.start(cid)
+    assert ocitest.wait_pid(init, 30) == 0
+    out = (bundle.path / f"{cid}.out").read_text()
+    assert "probe dlsym alloc 300Mi: as expected" in out, out  # the limit held
+    rt.delete(cid)
+    assert ocitest.eventually(lambda: not (state / "containers" / cid).exists())
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
+def test_a_monitor_that_cannot_start_after_the_create_fails_the_start(sharing_runtime, test_tmp, spec_template,
+                                                                      glibc_rootfs, cid):
+    """A gpuslice-shim that is there but cannot be executed fails only once
+    runc has made the container, after the create returned: the container
+    is deleted again, and the start that follows fails with the reason,
+    rather than letting the container run unmonitored."""
+    rt, state = sharing_runtime
+    broken = test_tmp / "broken-shim"
+    broken.write_bytes(b"not a program\n")
+    broken.chmod(0o755)
+    conf = test_tmp / "gpuslice.toml"
+    conf.write_text(conf.read_text().replace("[runtime]\n", f'[runtime]\nshim-path = "{broken}"\n', 1))
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
+    bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")
+    bundle.write()
+    rt.create(bundle, cid)
+    p = rt.run("start", cid, check=False)
+    assert p.returncode != 0
+    assert (f'cannot start container "{cid}": cannot record the init of container "{cid}" or start its monitor '
+            f'(deleted again): cannot start the container\'s monitor "{broken}"') in p.stderr, p.stderr
+    assert cid not in rt.list_ids()
+    runtime_log = (test_tmp / "log" / "gpuslice-runtime.log").read_text()
+    assert "(deleted again)" in runtime_log, runtime_log
+    rt.run("delete", cid, check=False)  # what containerd does next: the state goes with it
+    assert not (state / "containers" / cid).exists()
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
+def test_start_refuses_a_container_with_limits_whose_init_was_never_recorded(sharing_runtime, test_tmp,
+                                                                             spec_template, glibc_rootfs, cid):
+    """What a create killed between runc's exit and the init's record
+    leaves (stood in for: the record removed, the monitor killed): a
+    container with limits and no monitor that nothing could start again.
+    `start` refuses it, where `state` only logs."""
+    rt, state = sharing_runtime
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
+    bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")
+    bundle.write()
+    rt.create(bundle, cid)
+    dir_ = state / "containers" / cid
+    assert ocitest.eventually(lambda: (dir_ / "monitor").exists())
+    monitor = int((dir_ / "monitor").read_text().split()[0])
+    (dir_ / "init").unlink()
+    os.kill(monitor, 9)
+    assert ocitest.eventually(lambda: shim_of(cid) is None)
+    assert rt.run("state", cid, check=False).returncode == 0
+    p = rt.run("start", cid, check=False)
+    assert p.returncode != 0
+    assert f'cannot start container "{cid}": its create did not finish (no init is recorded' in p.stderr, p.stderr
+    assert rt.state(cid)["status"] == "created"
+    rt.delete(cid, force=True)
+    assert not dir_.exists()

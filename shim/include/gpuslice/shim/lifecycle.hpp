@@ -6,10 +6,9 @@
 // large static binary on the critical path of every GPU container (~2 ms on
 // a small VM, more than all the rest of gpuslice's own work). The runtime
 // sees both ends of a container's life anyway: the init is recorded once
-// runc create has written its pid (by this process, runc's parent, for a
-// container with limits; by a process that borrows its memory, while the
-// create itself is runc's exec, for one with devices alone), and the state
-// goes at delete. Only `run` (create, start and wait in one runc call)
+// runc create has written its pid (by a process that borrows this one's
+// memory, while the create itself is runc's exec; by this process, runc's
+// parent, on a kernel without pidfds), and the state goes at delete. Only `run` (create, start and wait in one runc call)
 // keeps gpuslice-hook at createRuntime: nothing else sees its init.
 #pragma once
 
@@ -22,10 +21,10 @@
 
 namespace gpuslice::shim {
 
-// Runs `runtime cl.args` (a create) as a child that dies with this process,
-// then records the init whose pid runc wrote to `pid_file` in the
-// container's state dir and starts `monitor` (a container with limits) on
-// it. When runc fails, the state dir this process made is removed and
+// Runs `runtime cl.args` (a create) as a child that dies with this process
+// (where exec_recording_init cannot), then records the init whose pid runc
+// wrote to `pid_file` in the container's state dir and starts `monitor` (a
+// container with limits) on it. When runc fails, the state dir this process made is removed and
 // runc's status returned. When the init cannot be recorded or the monitor
 // not started, the container is deleted (runc delete --force) and the state
 // removed; throws Error. The container never runs without its record, nor
@@ -33,19 +32,24 @@ namespace gpuslice::shim {
 int create_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
                           const std::string &pid_file, std::optional<PendingMonitor> monitor);
 
-// `create` of a container with state and no monitor (devices, no limits):
-// runc is exec'd with cl.args, and a second process, which borrows this
-// one's memory (shim/src/init_recorder.cpp), waits for it to exit and then
-// records the init whose pid it wrote to `pid_file`; the caller sees runc's
-// own exit. Without a pid file naming a process started after this one
-// (runc failed: it writes the file last), the recorder removes the state
-// dir; when the init cannot be recorded, it deletes the container (runc
-// delete --force) and the state, and says why in the runtime's log and
-// gpuslice's. Returns when the recorder cannot be started (a kernel
-// without pidfd_open): the caller runs create_recording_init instead.
-// Throws Error when the exec fails.
+// `create` of a container with state: runc is exec'd with cl.args, and a
+// second process, which borrows this one's memory
+// (shim/src/init_recorder.cpp), waits for it to exit and then records the
+// init whose pid it wrote to `pid_file`, and starts `monitor` (a container
+// with limits: taken over) on it; the caller sees runc's own exit. Without
+// a pid file naming a process started after this one (runc failed: it
+// writes the file last), the recorder removes the state dir; when the init
+// cannot be recorded or the monitor not started, it deletes the container
+// (runc delete --force), says why in the runtime's log and gpuslice's, and
+// removes the state, or, for a container with limits, leaves the reason
+// in it (kCreateFailedFile) for `start` to refuse with. The recorder holds
+// the dir's lock until then, so a `start` that comes first waits for it.
+// Returns, `monitor` untouched, when the recorder cannot be started (a
+// kernel without pidfd_open): the caller runs create_recording_init
+// instead. Throws Error when the monitor's program is not executable (the
+// state removed) or the exec fails.
 void exec_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
-                         const std::string &pid_file);
+                         const std::string &pid_file, std::optional<PendingMonitor> &monitor);
 
 // `delete` of a container with state. A container whose init has ended
 // (the usual delete, after the task exited) has stale state: removed first,

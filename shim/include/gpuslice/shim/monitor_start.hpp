@@ -47,9 +47,23 @@ void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, con
 // the init is gone or the monitor cannot be started.
 void launch_monitor(PendingMonitor monitor, const state::ContainerDir &dir);
 
+// Left in the state dir, with the reason, by a create whose init recorder
+// could not record the init or start the monitor after runc had made the
+// container (and deleted it again): the create had returned already, so
+// the next `start` says why (lifecycle.hpp's exec_recording_init).
+inline constexpr const char *kCreateFailedFile = "create-failed";
+
+// What a container with limits that has no monitor is, for the caller:
+// `start` must not let its processes run unmonitored; a probe or `state`
+// must not fail for it.
+enum class Unmonitored { refuse, tolerate };
+
 // When container `id` has a monitor that is gone while its init lives,
 // starts another; returns what it did, for the log (nullopt: nothing to
-// do). Throws Error when it had to and could not.
-std::optional<std::string> restart_monitor_if_gone(const Config &config, const std::string &id);
+// do). Throws Error when it had to and could not, and, with
+// Unmonitored::refuse, when the container's create failed or never
+// finished (no init recorded) after it returned.
+std::optional<std::string> restart_monitor_if_gone(const Config &config, const std::string &id,
+                                                   Unmonitored unmonitored);
 
 } // namespace gpuslice::shim

@@ -60,9 +60,11 @@ std::string to_text(const ProcessId &p);
 std::optional<ProcessId> parse_process_id(std::string_view text);
 bool process_alive(const ProcessId &p);
 
-// The records of a container dir (opened as `dir_fd`) besides `creator`:
-// its init, and its monitor (gpuslice-shim, which records itself). nullopt
+// The records of a container dir (opened as `dir_fd`): its creator (the
+// process that creates the container, or the one it handed over to), its
+// init, and its monitor (gpuslice-shim, which records itself). nullopt
 // when missing or not a record.
+inline constexpr const char *kCreatorRecord = "creator";
 inline constexpr const char *kInitRecord = "init";
 inline constexpr const char *kMonitorRecord = "monitor";
 std::optional<ProcessId> read_process_record(int dir_fd, const char *name);

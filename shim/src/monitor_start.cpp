@@ -140,10 +140,10 @@ void watch_init(sharing::MonitorSetup &monitor, const state::ProcessId &init) {
 // still its creator's (gpuslice-shim --creator): the creator recorded when
 // the monitor starts, not when its arguments were saved, since a create
 // that execs runc hands the creation over to its init recorder in between.
-void pass_creator(std::vector<std::string> &args, int dir_fd, const std::string &path) {
+void pass_creator(std::vector<std::string> &args, int dir_fd) {
   const auto creator = state::read_process_record(dir_fd, state::kCreatorRecord);
   if (!creator)
-    throw Error("no creator is recorded in " + quote(path));
+    return; // as saved (a dir an older gpuslice wrote without the record)
   auto flag = std::find(args.begin(), args.end(), "--creator");
   if (flag == args.end() || std::next(flag) == args.end())
     args.insert(args.end(), {"--creator", state::to_text(*creator)});
@@ -153,7 +153,7 @@ void pass_creator(std::vector<std::string> &args, int dir_fd, const std::string 
 
 // Starts it and records it in the container dir `dir_fd` (`path`).
 pid_t exec_and_record(PendingMonitor monitor, int dir_fd, const std::string &path) {
-  pass_creator(monitor.args, dir_fd, path);
+  pass_creator(monitor.args, dir_fd);
   const pid_t pid = sharing::exec_monitor(std::move(monitor.setup), monitor.program, monitor.args);
   if (const auto self = state::process_id(pid))
     state::write_process_record(dir_fd, state::kMonitorRecord, *self, path);

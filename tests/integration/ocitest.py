@@ -221,6 +221,21 @@ def monitors() -> dict[int, list[str]]:
     return found
 
 
+def watched_pids(pid: int) -> list[int]:
+    """The processes `pid` holds a pidfd on (its fdinfo's Pid: lines)."""
+    found = []
+    for fd in (Path(f"/proc/{pid}") / "fd").iterdir():
+        try:
+            if os.readlink(fd) != "anon_inode:[pidfd]":
+                continue
+            for line in (Path(f"/proc/{pid}/fdinfo") / fd.name).read_text().splitlines():
+                if line.startswith("Pid:"):
+                    found.append(int(line.split()[1]))
+        except OSError:
+            continue  # closed meanwhile
+    return found
+
+
 def run_process(argv: list[str], timeout: float, *, env: dict | None = None, stdout=None, stderr=None,
                 capture_output: bool = False, text: bool = False) -> subprocess.CompletedProcess:
     """subprocess.run, stdin from /dev/null, that learns of the exit from a

@@ -419,6 +419,7 @@ def test_the_monitor_is_gpuslice_shim_detached_and_gone_with_the_container(shari
     # recorded where restarts and the fast path look for it
     argv = ocitest.monitors()[shim]
     assert argv[argv.index("--init") + 1] == str(init) and "--pid-file" not in argv, argv
+    assert ocitest.watched_pids(shim) == [init]
     record = state / "containers" / cid / "monitor"
     assert ocitest.eventually(lambda: record.exists()) and record.read_text().split()[0] == str(shim)
     # the dir it removes at the end is its creator's: the init recorder's,
@@ -457,6 +458,18 @@ def test_create_fails_when_the_monitor_cannot_start(sharing_runtime, test_tmp, s
     assert cid not in rt.list_ids()
 
 
+def use_lowlevel_script(test_tmp: Path, body: str) -> None:
+    """Makes the sh script `body` the low-level runtime of the test's
+    gpuslice.toml (a stand-in that wraps the real one)."""
+    script = test_tmp / "lowlevel.sh"
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(0o755)
+    conf = test_tmp / "gpuslice.toml"
+    text = conf.read_text()
+    at = text.index("runtimes = ")
+    conf.write_text(text[:at] + f'runtimes = ["{script}"]' + text[text.index("\n", at):])
+
+
 @pytest.mark.gpuslice
 def test_create_with_limits_execs_the_runtime(sharing_runtime, runtime_name, test_tmp, spec_template, glibc_rootfs,
                                               cid):
@@ -466,15 +479,8 @@ def test_create_with_limits_execs_the_runtime(sharing_runtime, runtime_name, tes
     by the create's init recorder."""
     rt, state = sharing_runtime
     parent = test_tmp / "runtime.parent"
-    script = test_tmp / "lowlevel.sh"
-    script.write_text("#!/bin/sh\n"
-                      f'case " $* " in *" create "*) echo $PPID > {parent};; esac\n'
-                      f'exec {tool(RUNTIMES[runtime_name])} "$@"\n')
-    script.chmod(0o755)
-    conf = test_tmp / "gpuslice.toml"
-    text = conf.read_text()
-    start = text.index("runtimes = ")
-    conf.write_text(text[:start] + f'runtimes = ["{script}"]' + text[text.index("\n", start):])
+    use_lowlevel_script(test_tmp, f'case " $* " in *" create "*) echo $PPID > {parent};; esac\n'
+                                  f'exec {tool(RUNTIMES[runtime_name])} "$@"\n')
     bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
     bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")
     bundle.shell("/bin/probe dlsym alloc 300Mi oom 256Mi")
@@ -485,6 +491,7 @@ def test_create_with_limits_execs_the_runtime(sharing_runtime, runtime_name, tes
     assert ocitest.eventually(lambda: (state / "containers" / cid / "monitor").exists())
     argv = ocitest.monitors()[shim_of(cid)]
     assert argv[argv.index("--init") + 1] == str(init), argv
+    assert ocitest.watched_pids(shim_of(cid)) == [init]
     rt.start(cid)
     assert ocitest.wait_pid(init, 30) == 0
     out = (bundle.path / f"{cid}.out").read_text()
@@ -495,18 +502,28 @@ def test_create_with_limits_execs_the_runtime(sharing_runtime, runtime_name, tes
 
 @pytest.mark.gpuslice
 @pytest.mark.parametrize("runtime_name", ["runc"])
-def test_a_monitor_that_cannot_start_after_the_create_fails_the_start(sharing_runtime, test_tmp, spec_template,
-                                                                      glibc_rootfs, cid):
-    """A gpuslice-shim that is there but cannot be executed fails only once
-    runc has made the container, after the create returned: the container
-    is deleted again, and the start that follows fails with the reason,
-    rather than letting the container run unmonitored."""
+@pytest.mark.parametrize("failing", ["monitor", "record"])
+def test_a_recorder_that_fails_after_the_create_fails_the_start(sharing_runtime, test_tmp, spec_template,
+                                                                 glibc_rootfs, cid, failing):
+    """What the init recorder cannot do once runc has made the container,
+    after the create returned (start a gpuslice-shim that is there but
+    cannot be executed; record the init, stood in for by a state dir that
+    turns out to be of a newer format): the container is deleted again, no
+    monitor runs, and the start that follows fails with the reason rather
+    than letting the container run unmonitored."""
     rt, state = sharing_runtime
-    broken = test_tmp / "broken-shim"
-    broken.write_bytes(b"not a program\n")
-    broken.chmod(0o755)
-    conf = test_tmp / "gpuslice.toml"
-    conf.write_text(conf.read_text().replace("[runtime]\n", f'[runtime]\nshim-path = "{broken}"\n', 1))
+    dir_ = state / "containers" / cid
+    if failing == "monitor":
+        broken = test_tmp / "broken-shim"
+        broken.write_bytes(b"not a program\n")
+        broken.chmod(0o755)
+        conf = test_tmp / "gpuslice.toml"
+        conf.write_text(conf.read_text().replace("[runtime]\n", f'[runtime]\nshim-path = "{broken}"\n', 1))
+        reason = f'cannot start the container\'s monitor "{broken}"'
+    else:
+        use_lowlevel_script(test_tmp, f'{tool(RUNTIMES["runc"])} "$@" || exit\n'
+                                      f'case " $* " in *" create "*) echo "gpuslice-state 999" > {dir_}/format;; esac\n')
+        reason = f'state "{dir_}" has format 999'
     bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
     bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")
     bundle.write()
@@ -514,12 +531,13 @@ def test_a_monitor_that_cannot_start_after_the_create_fails_the_start(sharing_ru
     p = rt.run("start", cid, check=False)
     assert p.returncode != 0
     assert (f'cannot start container "{cid}": cannot record the init of container "{cid}" or start its monitor '
-            f'(deleted again): cannot start the container\'s monitor "{broken}"') in p.stderr, p.stderr
+            f'(deleted again): {reason}') in p.stderr, p.stderr
     assert cid not in rt.list_ids()
+    assert shim_of(cid) is None
     runtime_log = (test_tmp / "log" / "gpuslice-runtime.log").read_text()
     assert "(deleted again)" in runtime_log, runtime_log
     rt.run("delete", cid, check=False)  # what containerd does next: the state goes with it
-    assert not (state / "containers" / cid).exists()
+    assert not dir_.exists()
 
 
 @pytest.mark.gpuslice

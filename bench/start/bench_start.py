@@ -12,6 +12,13 @@ execs the runtime) on plain's config: what any wrapper costs on this
 machine, 3 execs a cycle. The paired median (per-iteration difference) is
 the steadier figure on a noisy machine.
 
+The work dir (bundles, runc's --root, gpuslice's state dir) is a tmpfs
+mounted for the run, as /run is on a node, where containerd keeps all
+three (/run/containerd/runc, .../io.containerd.runtime.v2.task,
+/run/gpuslice). On a disk file system every mkdir and rmdir of a state dir
+costs what no node pays (ext4 mounted with discard, as here: a synchronous
+discard per removed directory); --work-fs disk measures that too.
+
 Every call's exit is waited for on a pidfd (ocitest.run_process), never by
 subprocess.run's polling, whose doubling sleeps made a 64 ms create look
 like 114 ms and runc look bimodal.
@@ -111,6 +118,18 @@ def limited_spec(gpu: ocitest.FakeGpu) -> dict:
     return spec
 
 
+def fs_type(path: Path) -> str:
+    """The type of the file system `path` is on (its longest mount point in
+    /proc/mounts)."""
+    best, kind = "", "?"
+    for line in Path("/proc/mounts").read_text().splitlines():
+        _, point, fstype = line.split()[:3]
+        point = point.replace("\\040", " ")
+        if (str(path) + "/").startswith(point.rstrip("/") + "/") and len(point) >= len(best):
+            best, kind = point, fstype
+    return kind
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     benchlib.add_wrapper_argument(ap, "the runc-compatible wrapper")
@@ -127,7 +146,12 @@ def main() -> int:
                     help="GOMAXPROCS for runc, plain and wrapped alike (default: unset)")
     ap.add_argument("--seed", type=int, default=1, help="of the shuffled order of runtimes per iteration (default 1)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
-    ap.add_argument("--keep", action="store_true", help="keep the temp dir")
+    ap.add_argument("--keep", action="store_true", help="keep the temp dir (and, on tmpfs, its mount)")
+    ap.add_argument("--work-fs", choices=["tmpfs", "disk"], default="tmpfs",
+                    help="what the work dir (bundles, runc's --root, gpuslice's state dir) lives on: a tmpfs mounted "
+                         "for the run (default), as /run is on a node, where containerd keeps all three; or the "
+                         "disk under $TMPDIR, whose file system (ext4 with discard, say) then weighs on every "
+                         "create and delete")
     ap.add_argument("--compare", default="",
                     help="another build of the wrapper (e.g. the previous commit's), run in the same interleaving "
                          "with the same config as the wrapper: an A/B of two builds that this machine's drift between "
@@ -155,6 +179,13 @@ def main() -> int:
     ocitest.become_subreaper()
 
     tmp = Path(tempfile.mkdtemp(prefix="gpuslice-bench-"))
+    on_tmpfs = a.work_fs == "tmpfs"
+    if on_tmpfs:
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0700", "gpuslice-bench", str(tmp)],
+                                 stderr=subprocess.PIPE, text=True)
+        if mounted.returncode != 0:
+            tmp.rmdir()
+            raise SystemExit(f"cannot mount a tmpfs on {tmp}: {mounted.stderr.strip()} (or use --work-fs disk)")
     try:
         rootfs = ocitest.build_busybox_rootfs(tmp / "rootfs")
         (rootfs / ocitest.FakeGpu.MOUNT_DEST.lstrip("/")).mkdir(parents=True, exist_ok=True)
@@ -184,7 +215,8 @@ def main() -> int:
         print(f"# {shlex.join([sys.executable, *sys.argv])}")
         print(f"# wrapper {wrapper}, runtime {lowlevel}, {a.iterations} iterations (+{a.warmup} warm-up), "
               f"{os.cpu_count()} cpus, kernel {os.uname().release}, settle {a.settle} s, "
-              f"GOMAXPROCS {os.environ.get('GOMAXPROCS', 'unset')}")
+              f"GOMAXPROCS {os.environ.get('GOMAXPROCS', 'unset')}, work dir on "
+              f"{'tmpfs' if on_tmpfs else fs_type(tmp)}")
         failed = False
         for sc in scenarios:
             runners = {"plain": plain, "wrapper": wrapped, "floor": floored}
@@ -254,6 +286,8 @@ def main() -> int:
         return 1 if (failed and a.check) else 0
     finally:
         if not a.keep:
+            if on_tmpfs:
+                subprocess.run(["umount", str(tmp)], check=False)
             shutil.rmtree(tmp, ignore_errors=True)
 
 

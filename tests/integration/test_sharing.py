@@ -542,6 +542,58 @@ def test_a_recorder_that_fails_after_the_create_fails_the_start(sharing_runtime,
 
 @pytest.mark.gpuslice
 @pytest.mark.parametrize("runtime_name", ["runc"])
+@pytest.mark.parametrize("verb", ["create", "run"])
+def test_a_pid_file_an_earlier_container_left_names_no_init(sharing_runtime, test_tmp, spec_template, glibc_rootfs,
+                                                            cid, verb):
+    """A --pid-file that an earlier container left, whose pid now names a
+    process started just before (in the same 10 ms tick, often: start times
+    cannot tell it from an init), and a runtime that fails before writing
+    its own: gpuslice removes the earlier file before it runs the runtime,
+    so that process is never taken for the container's init (recorded,
+    watched by a monitor, its GPU memory checked); the state goes, the
+    process is left alone."""
+    rt, state = sharing_runtime
+    use_lowlevel_script(test_tmp, f'case " $* " in *" {verb} "*) exit 1;; esac\n'
+                                  f'exec {tool(RUNTIMES["runc"])} "$@"\n')
+    older = subprocess.Popen(["sleep", "60"])
+    try:
+        pid_file = test_tmp / "earlier.pid"
+        pid_file.write_text(f"{older.pid}\n")
+        bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
+        bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")
+        bundle.write()
+        p = rt.run(verb, "--bundle", str(bundle.path), "--pid-file", str(pid_file), cid, check=False)
+        assert p.returncode != 0
+        assert not pid_file.exists()
+        assert ocitest.eventually(lambda: not (state / "containers" / cid).exists())
+        assert shim_of(cid) is None
+        assert older.poll() is None
+    finally:
+        older.kill()
+        older.wait()
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
+def test_a_pid_file_that_cannot_be_removed_fails_the_create(sharing_runtime, test_tmp, spec_template, glibc_rootfs,
+                                                            cid):
+    """A --pid-file path that is a directory cannot be made fresh: the create
+    fails before runc runs, naming it, and leaves no state."""
+    rt, state = sharing_runtime
+    pid_file = test_tmp / "a-dir.pid"
+    pid_file.mkdir()
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
+    bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")
+    bundle.write()
+    p = rt.run("create", "--bundle", str(bundle.path), "--pid-file", str(pid_file), cid, check=False)
+    assert p.returncode != 0
+    assert f'cannot create container "{cid}": cannot remove the pid file "{pid_file}"' in p.stderr, p.stderr
+    assert not (state / "containers" / cid).exists()
+    assert cid not in rt.list_ids()
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
 def test_start_refuses_a_container_with_limits_whose_init_was_never_recorded(sharing_runtime, test_tmp,
                                                                              spec_template, glibc_rootfs, cid):
     """What a create killed between runc's exit and the init's record

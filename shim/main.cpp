@@ -152,18 +152,6 @@ int run(shim::CommandLine &cl) {
     }
   }
 
-  if (has_state && (cl.verb == "create" || cl.verb == "run")) {
-    try {
-      shim::remove_earlier_pid_file(cl.pid_file);
-    } catch (const Error &e) {
-      try { // the dir this process made (a `run`'s monitor, finding no pid file, exits)
-        state::remove_container_dir(config.state_dir, cl.container_id, state::process_id(static_cast<int>(::getpid())));
-      } catch (const Error &) {
-        // stale once this process exits: collected by the next create
-      }
-      return fail(cl, config, "cannot create container " + quote(cl.container_id) + ": " + e.message());
-    }
-  }
   try {
     if (cl.verb == "create" && has_state)
       shim::exec_recording_init(runtime, cl, config, cl.pid_file, monitor);

@@ -216,7 +216,7 @@ def main() -> int:
         print(f"# wrapper {wrapper}, runtime {lowlevel}, {a.iterations} iterations (+{a.warmup} warm-up), "
               f"{os.cpu_count()} cpus, kernel {os.uname().release}, settle {a.settle} s, "
               f"GOMAXPROCS {os.environ.get('GOMAXPROCS', 'unset')}, work dir on "
-              f"{'tmpfs' if on_tmpfs else fs_type(tmp)}")
+              f"{fs_type(tmp)}")
         failed = False
         for sc in scenarios:
             runners = {"plain": plain, "wrapper": wrapped, "floor": floored}

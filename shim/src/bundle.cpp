@@ -19,6 +19,8 @@
 #include "gpuslice/shim/sharing.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
+#include <cerrno>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -107,6 +109,11 @@ state::ContainerDir commit_host(CreateContext &ctx, const std::string &pid_file,
 void commit(CreateContext &ctx, std::string &pid_file, const std::string &config_json) {
   if (pid_file.empty()) // runc is given one: the runtime reads the init's pid from it
     pid_file = ctx.state_path + "/" + kInitPidFile;
+  // A file an earlier container left there (runc fails before it writes
+  // its own) names another process, which start times cannot always tell
+  // from the init (they count 10 ms ticks): removed before any state exists.
+  if (::unlink(pid_file.c_str()) != 0 && errno != ENOENT)
+    throw system_error("cannot remove the pid file " + quote(pid_file) + " an earlier container left");
   commit_host(ctx, pid_file, [&](const state::ContainerDir &) { ctx.spec.save(config_json); });
 }
 

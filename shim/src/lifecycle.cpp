@@ -8,8 +8,6 @@
 #include "gpuslice/shim/runtime.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
-#include <cerrno>
-
 #include <unistd.h>
 
 namespace gpuslice::shim {
@@ -53,11 +51,6 @@ int create_recording_init(const std::string &runtime, const CommandLine &cl, con
                 (monitor ? " or start its monitor" : "") + " (deleted again): " + e.message());
   }
   return 0;
-}
-
-void remove_earlier_pid_file(const std::string &pid_file) {
-  if (!pid_file.empty() && ::unlink(pid_file.c_str()) != 0 && errno != ENOENT)
-    throw system_error("cannot remove the pid file " + quote(pid_file) + " an earlier container left");
 }
 
 int delete_with_state(const std::string &runtime, const CommandLine &cl, const Config &config) {

@@ -17,7 +17,8 @@ namespace gpuslice::shim {
 // What `create` was asked: the bundle, the container id, and the pid file
 // runc will write (set by prepare_bundle to one in the state dir when the
 // caller gave none and the container gets state: the caller then passes it
-// on to runc, and reads the init's pid from it).
+// on to runc, and reads the init's pid from it; one already there, an
+// earlier container's, is removed first).
 struct CreateRequest {
   std::string bundle_dir;
   std::string container_id;

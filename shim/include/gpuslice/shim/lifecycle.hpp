@@ -51,13 +51,6 @@ int create_recording_init(const std::string &runtime, const CommandLine &cl, con
 void exec_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
                          const std::string &pid_file, std::optional<PendingMonitor> &monitor);
 
-// The pid file runc is to write (`create`, `run`), removed first when it is
-// there: gpuslice takes the init's pid from it once runc is done, and a file
-// an earlier container left in its place (runc fails before it writes its
-// own) names another process, which start times cannot always tell from
-// the init (they count 10 ms ticks). Throws Error when it cannot be removed.
-void remove_earlier_pid_file(const std::string &pid_file);
-
 // `delete` of a container with state. A container whose init has ended
 // (the usual delete, after the task exited) has stale state: removed first,
 // then runc is exec'd. Otherwise runc runs as a child and the state goes

@@ -361,6 +361,8 @@ void check_shape(std::string_view text) {
   }
 }
 
+} // namespace
+
 bool looks_like_json(std::string_view text) {
   for (char c : text) {
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
@@ -369,8 +371,6 @@ bool looks_like_json(std::string_view text) {
   }
   return false;
 }
-
-} // namespace
 
 Spec parse_spec(std::string_view text) {
   check_shape(text);

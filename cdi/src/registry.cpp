@@ -166,7 +166,11 @@ bool Registry::refresh() {
   return true;
 }
 
-void Registry::reload() {
+void Registry::reload() { load(nullptr); }
+
+void Registry::reload(const std::set<std::string> &kinds) { load(&kinds); }
+
+void Registry::load(const std::set<std::string> *kinds) {
   // Arm first: a change made while we read is seen by the next refresh.
   watch_->arm(dirs_);
   specs_.clear();
@@ -185,9 +189,15 @@ void Registry::reload() {
     for (const auto &name : list_spec_files(dirs_[prio], &errors_))
       slots.push_back({dirs_[prio] + "/" + name, static_cast<int>(prio), nullptr, {}});
 
-  auto load = [](Slot &slot) {
+  auto load_slot = [kinds](Slot &slot) {
     try {
-      auto spec = std::make_unique<Spec>(parse_spec(fs::read_file(slot.path, kMaxSpecSize)));
+      const std::string text = fs::read_file(slot.path, kMaxSpecSize);
+      if (kinds) {
+        const auto kind = plain_spec_kind(text);
+        if (kind && !kinds->count(*kind))
+          return;
+      }
+      auto spec = std::make_unique<Spec>(parse_spec(text));
       spec->path = slot.path;
       spec->priority = slot.priority;
       auto problems = validate_spec(*spec);
@@ -208,12 +218,12 @@ void Registry::reload() {
       std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), slots.size() / kFilesPerThread);
   if (threads <= 1) {
     for (auto &slot : slots)
-      load(slot);
+      load_slot(slot);
   } else {
     std::atomic<std::size_t> next{0};
     auto worker = [&] {
       for (std::size_t i; (i = next.fetch_add(1)) < slots.size();)
-        load(slots[i]);
+        load_slot(slots[i]);
     };
     std::vector<std::thread> pool;
     for (std::size_t t = 1; t < threads; ++t)

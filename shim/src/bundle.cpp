@@ -20,6 +20,7 @@
 #include "gpuslice/state/container_dir.hpp"
 
 #include <cerrno>
+#include <set>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -127,8 +128,13 @@ CreatePlan plan_create(CreateContext &ctx, const std::string &bundle_dir, HookMo
   if (!state::is_safe_container_id(ctx.container_id))
     throw Error("container id " + quote(ctx.container_id) + " is not a safe path component");
 
+  // Only the specs of the kinds asked for: a node's other specs (some of
+  // them large) are not parsed on every create.
+  std::set<std::string> kinds;
+  for (const auto &name : requests.devices)
+    kinds.insert(name.substr(0, name.find('=')));
   cdi::Registry registry(ctx.config.spec_dirs, cdi::ChangeDetection::none);
-  registry.reload();
+  registry.reload(kinds);
   for (const auto &e : registry.errors())
     plan.warnings.push_back("CDI spec " + e.path + ": " + e.message);
   cdi::ContainerEdits edits = cdi::collect_edits(registry, requests.devices);

@@ -2,6 +2,7 @@
 #include "gpuslice/cdi/validate.hpp"
 #include "gpuslice/cdi/version.hpp"
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fs.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -268,4 +269,83 @@ TEST_CASE("compatible with the reference library v1.1.0: closID \"/\", any annot
   // the same key in two objects is fine
   CHECK_NOTHROW(parse_spec(R"({"cdiVersion": "0.6.0", "kind": "a/b", "devices": [
       {"name": "0", "containerEdits": {"env": ["A=1"]}}, {"name": "1", "containerEdits": {"env": ["A=1"]}}]})"));
+}
+
+TEST_CASE("plain_spec_kind: a top-level kind the text states plainly", "[cdi][parse]") {
+  using K = std::optional<std::string>;
+  // JSON: only the top-level member counts; nested values are skipped whole.
+  CHECK(plain_spec_kind(spec_json("0.6.0")) == K("vendor.com/gpu"));
+  CHECK(plain_spec_kind(R"( {"devices": [{"kind": "x.com/y", "s": "}]\"{"}], "kind": "a.b/c_d-1"} )") ==
+        K("a.b/c_d-1"));
+  CHECK(plain_spec_kind(R"({"cdiVersion": "0.6.0", "devices": [{"kind": "x.com/y"}]})") == std::nullopt);
+  // JSON the reader is unsure of: unknown, never a guess.
+  for (const char *text : {
+           R"({"ki\u006ed": "a.com/b", "kind": "x.com/y"})", // an escaped key may be "kind"
+           R"({"kind": "a.com/b", "kind": "x.com/y"})",       // twice
+           R"({"kind": "a.com\/b"})",                          // an escape in the value
+           R"({"kind": 7})",
+           R"({"kind": "a.com/b"} trailing)",
+           R"({"kind": "a.com/b")",
+           R"({"kind": "a.com/b" "x": 1})",
+           R"({"kind": "a b/c"})",
+           "[]",
+       }) {
+    CAPTURE(text);
+    CHECK(plain_spec_kind(text) == std::nullopt);
+  }
+
+  // YAML: a plain `kind: value` key at column 0, as generators write it.
+  CHECK(plain_spec_kind("# c\n---\ncdiVersion: 0.6.0\nkind: nvidia.com/gpu # the driver's\ndevices: []\n") ==
+        K("nvidia.com/gpu"));
+  CHECK(plain_spec_kind("kind: \"a.com/b\"\r\ndevices:\r\n  - kind: x.com/y\r\n") == K("a.com/b"));
+  CHECK(plain_spec_kind("kind : 'a.com/b'\n") == K("a.com/b"));
+  // Sequences at their key's indentation, as nvidia-ctk writes them.
+  CHECK(plain_spec_kind("---\ncdiVersion: 0.5.0\ncontainerEdits:\n  env:\n  - A=1\ndevices:\n- containerEdits:\n"
+                        "    deviceNodes:\n    - path: /dev/nvidia0\n  name: \"0\"\n-\n  name: \"1\"\nkind: nvidia.com/gpu\n") ==
+        K("nvidia.com/gpu"));
+  CHECK(plain_spec_kind("devices:\n  - name: x\n    kind: x.com/y\n") == std::nullopt);
+  for (const char *text : {
+           "\"kind\": a.com/b\nkind: x.com/y\n",     // a quoted key at column 0
+           "? kind\n: a.com/b\n",                    // a complex key
+           "&a kind: a.com/b\n",                     // an anchor
+           "!!str kind: a.com/b\n",                  // a tag
+           "kind: a.com/b\nkind: x.com/y\n",         // twice
+           "kind: a.com/\n  b\n",                    // a value continued on the next line
+           "kind:\n  a.com/b\n",                     // a value on the next line
+           "kind:a.com/b\n",                         // not a key: no space after the colon
+           "kind: a.com/b#c\n",                      // '#' inside the value
+           "kind: a.com/b\n---\nkind: x.com/y\n",    // a second document
+           "x: \"a\nkind: a.com/b\n\"\n",            // inside a quoted scalar
+           "- kind: a.com/b\n",                      // a sequence
+           "  kind: a.com/b\n",                      // an indented mapping
+           "%YAML 1.2\n---\nkind: a.com/b\n",        // a directive
+           "\xef\xbb\xbfkind: a.com/b\n",            // a byte-order mark
+       }) {
+    CAPTURE(text);
+    CHECK(plain_spec_kind(text) == std::nullopt);
+  }
+}
+
+TEST_CASE("plain_spec_kind never contradicts the parse of a valid spec", "[cdi][parse]") {
+  // The seed specs of the fuzzers and the examples: the fuzz target checks
+  // the same on every input it makes.
+  std::vector<std::string> texts = {
+      spec_json("0.6.0"), spec_json("0.8.0", "", R"("annotations": {"kind": "x"}, )"),
+      // As nvidia-ctk writes it: sequences at their key's indentation.
+      "---\ncdiVersion: 0.5.0\ncontainerEdits:\n  deviceNodes:\n  - path: /dev/nvidiactl\n  env:\n  - NVIDIA_VISIBLE_DEVICES=void\n"
+      "  mounts:\n  - containerPath: /usr/bin/nvidia-smi\n    hostPath: /usr/bin/nvidia-smi\n    options:\n    - ro\n    - bind\n"
+      "devices:\n- containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia0\n  name: \"0\"\n- containerEdits:\n"
+      "    deviceNodes:\n    - path: /dev/nvidia1\n  name: all\nkind: nvidia.com/gpu\n"};
+  for (const char *path : {"tests/fuzz/corpus/spec/gpu.yaml", "tests/fuzz/corpus/spec/full.json",
+                           "tests/fuzz/corpus/spec/nic.json", "tests/fuzz/corpus/spec/v110.yaml",
+                           "tests/fuzz/corpus/spec/nvidia-ctk.yaml",
+                           "examples/cdi/example-gpu.yaml", "examples/cdi/example-nic.json"})
+    texts.push_back(fs::read_file(std::string(GPUSLICE_SOURCE_DIR) + "/" + path, kMaxSpecSize));
+  for (const auto &text : texts) {
+    CAPTURE(text);
+    const auto kind = plain_spec_kind(text);
+    const Spec spec = parse_spec(text);
+    REQUIRE(validate_spec(spec).empty());
+    CHECK(kind == spec.kind);
+  }
 }

@@ -137,3 +137,38 @@ TEST_CASE("registry: refresh reloads only on change", "[cdi][registry]") {
     CHECK(r.device_names() == std::vector<std::string>{"v.com/gpu=9"});
   }
 }
+
+TEST_CASE("registry: a load for some kinds skips the specs of others, unparsed", "[cdi][registry]") {
+  TempDir t;
+  t.write("etc/a.json", spec("v.com/gpu", {"0", "1"}, "FROM=etc"));
+  t.write("etc/b.json", spec("v.com/gpu", {"1"}));          // a conflict within the kind asked for
+  t.write("etc/big.yaml", yaml_spec("other.com/nic", "0")); // another kind
+  t.write("etc/broken.json", R"({"kind": "other.com/nic", "devices": [}})"); // another kind, broken
+  t.write("etc/unsure.json", R"({"ki\u006ed": "v.com/gpu", "cdiVersion": "0.6.0", "devices": [{"name": "9", "containerEdits": {"env": ["A=1"]}}]})");
+  t.write("run/c.yaml", yaml_spec("v.com/gpu", "2"));
+
+  Registry full({t / "etc", t / "run"}, ChangeDetection::none);
+  full.reload();
+  Registry some({t / "etc", t / "run"}, ChangeDetection::none);
+  some.reload(std::set<std::string>{"v.com/gpu"});
+
+  // What a full load resolves for the kind, the same; the other kind unread.
+  CHECK(some.device_names() == std::vector<std::string>{"v.com/gpu=0", "v.com/gpu=2", "v.com/gpu=9"});
+  std::vector<std::string> of_kind;
+  for (const auto &n : full.device_names())
+    if (n.rfind("v.com/gpu=", 0) == 0)
+      of_kind.push_back(n);
+  CHECK(some.device_names() == of_kind);
+  CHECK(some.find("v.com/gpu=0")->spec->path == full.find("v.com/gpu=0")->spec->path);
+  CHECK(full.find("other.com/nic=0"));
+  CHECK_FALSE(some.find("other.com/nic=0"));
+  // The conflict is reported as before; the broken spec of the other kind
+  // only by the full load.
+  const std::string errs = errors_text(some);
+  CHECK_THAT(errs, Catch::Contains("conflicting device \"v.com/gpu=1\""));
+  CHECK_THAT(errs, !Catch::Contains("broken.json"));
+  CHECK_THAT(errors_text(full), Catch::Contains("broken.json"));
+  // The spec whose kind the reader could not be sure of was parsed.
+  REQUIRE(some.find("v.com/gpu=9"));
+  CHECK(some.find("v.com/gpu=9")->spec->path == t / "etc/unsure.json");
+}

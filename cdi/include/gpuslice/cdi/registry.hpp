@@ -13,6 +13,7 @@
 #include "gpuslice/common/config.hpp"
 
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -53,6 +54,11 @@ public:
 
   // Loads unconditionally.
   void reload();
+  // Loads only what may define devices of `kinds` (a container's create,
+  // which needs a few): a file whose kind plain_spec_kind reads and is
+  // another is neither parsed nor reported. What does load resolves exactly
+  // as a full load would, conflicts included (they are within one kind).
+  void reload(const std::set<std::string> &kinds);
 
   const std::vector<std::string> &spec_dirs() const { return dirs_; }
   // Files that failed to load and device conflicts, in the order found.
@@ -68,6 +74,7 @@ public:
 private:
   struct Watch;
   bool changed();
+  void load(const std::set<std::string> *kinds);
 
   std::vector<std::string> dirs_;
   std::vector<std::unique_ptr<Spec>> specs_;

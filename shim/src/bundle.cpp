@@ -83,12 +83,21 @@ state::ContainerDir commit_host(CreateContext &ctx, const std::string &pid_file,
   if (ctx.plan.limits)
     admission = state::lock_containers(ctx.config.state_dir);
   // What no runtime knows any more (a create killed half-way, a container
-  // whose poststop never ran) goes first, so that a stale id does not block
-  // this one, nor hold a place on a GPU.
-  state::collect_stale(ctx.config.state_dir);
-  if (ctx.plan.limits)
-    admit(*ctx.plan.limits, ctx.config,
-          [&](std::string &why) { return node_gpu_memory(ctx.config, why); }, ctx.warnings);
+  // whose delete never came) is collected now and then, not on every
+  // create (state::collect_stale_now_and_then). A stale dir of this very id
+  // goes in create_container_dir; stale ones that hold places on a GPU go
+  // before a refusal is final.
+  state::collect_stale_now_and_then(ctx.config.state_dir, kStaleCollectionInterval);
+  if (ctx.plan.limits) {
+    const GpuMemory gpu_memory = [&](std::string &why) { return node_gpu_memory(ctx.config, why); };
+    try {
+      admit(*ctx.plan.limits, ctx.config, gpu_memory, ctx.warnings);
+    } catch (const Error &) {
+      if (state::collect_stale(ctx.config.state_dir).empty())
+        throw;
+      admit(*ctx.plan.limits, ctx.config, gpu_memory, ctx.warnings);
+    }
+  }
   state::ContainerDir dir = state::create_container_dir(ctx.config.state_dir, ctx.container_id);
   try {
     ctx.plan.labeler.label_fd(dir.fd.get(), selinux::Share::private_file, dir.path);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <ctime>
 #include <cstdio>
 
 namespace gpuslice::state {
@@ -430,6 +431,22 @@ std::vector<std::string> collect_stale(const std::string &state_dir) {
     }
   }
   return removed;
+}
+
+std::vector<std::string> collect_stale_now_and_then(const std::string &state_dir, std::chrono::seconds interval) {
+  if (!fs::is_absolute(state_dir))
+    throw Error("state dir " + quote(state_dir) + " is not absolute");
+  const std::string marker = fs::clean_path(state_dir) + "/" + kStaleCollectedRecord;
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  struct stat st {};
+  if (::lstat(marker.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_mtim.tv_sec <= now.tv_sec &&
+      now.tv_sec - st.st_mtim.tv_sec < interval.count())
+    return {};
+  // Touched before the look: creates that come meanwhile do not all look.
+  if (UniqueFd f{::open(marker.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600)})
+    (void)::futimens(f.get(), nullptr);
+  return collect_stale(state_dir);
 }
 
 void remove_contents(int dir_fd, const std::string &shown) {

@@ -13,6 +13,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -59,8 +60,27 @@ struct Node {
       n[gpu] = load.containers;
     return n;
   }
+  // A container with limits on `device_key` whose runtime died before any
+  // cleanup: its creator is gone.
+  void dead_container(const std::string &id, const std::string &device_key) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      try {
+        state::ContainerDir d = state::create_container_dir(config.state_dir, id);
+        fs::write_file_atomic(d.path + "/limits", "gpuslice-limits 1\ndevice " + device_key + " memory 1024\n", 0444);
+        ::_exit(0);
+      } catch (...) {
+        ::_exit(1);
+      }
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+  }
+  bool has_state(const std::string &id) const { return ::access((t / ("state/containers/" + id)).c_str(), F_OK) == 0; }
   std::vector<std::string> warnings; // of the last create
-
 };
 
 } // namespace
@@ -104,27 +124,35 @@ TEST_CASE("admission: devices that name no GPU count as one; a stale container f
           "[shim][admission]") {
   Node n;
   n.create("u1", "v.com/gpu=unnamed");
-  // A container whose runtime died before any cleanup: its creator is gone.
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    try {
-      state::ContainerDir d = state::create_container_dir(n.config.state_dir, "dead");
-      fs::write_file_atomic(d.path + "/limits", "gpuslice-limits 1\ndevice * memory 1024\n", 0444);
-      ::_exit(0);
-    } catch (...) {
-      ::_exit(1);
-    }
-  }
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
+  n.dead_container("dead", "*");
   CHECK(n.count()[kUnnamedGpu] == 2); // before collection, both dirs are there
-  n.create("u2", "v.com/gpu=unnamed"); // the dead one is collected first
-  CHECK(::access((n.t / "state/containers/dead").c_str(), F_OK) != 0);
+  n.create("u2", "v.com/gpu=unnamed"); // the dead one is collected before a refusal
+  CHECK_FALSE(n.has_state("dead"));
   CHECK_THROWS_WITH(n.create("u3", "v.com/gpu=unnamed"),
                     Catch::StartsWith("the GPU of CDI devices that name none (no GPUSLICE_GPU_UUID) already hosts 2"));
+}
+
+TEST_CASE("admission: stale containers are looked for once a minute, or when a GPU looks full", "[shim][admission]") {
+  Node n;
+  n.create("a1", "v.com/gpu=a"); // the first create looks
+  n.dead_container("dead-b", kGpuB);
+  n.create("b1", "v.com/gpu=b");  // room on GPU B: no look
+  n.create("w1", "v.com/gpu=whole");
+  CHECK(n.has_state("dead-b"));
+  CHECK(n.count()[kGpuB] == 2);
+
+  SECTION("a GPU that looks full") {
+    n.create("b2", "v.com/gpu=b");
+    CHECK_FALSE(n.has_state("dead-b"));
+    CHECK(n.count()[kGpuB] == 2);
+  }
+  SECTION("a minute later") {
+    const std::string marker = n.config.state_dir + "/" + state::kStaleCollectedRecord;
+    const timespec times[2] = {{0, UTIME_OMIT}, {::time(nullptr) - 61, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, marker.c_str(), times, 0) == 0);
+    n.create("w2", "v.com/gpu=whole");
+    CHECK_FALSE(n.has_state("dead-b"));
+  }
 }
 
 TEST_CASE("admission: a live container's unreadable limits file still takes a place", "[shim][admission]") {

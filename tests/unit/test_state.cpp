@@ -272,3 +272,31 @@ TEST_CASE("state: read_state_file reads a plain file only, bounded; a FIFO does 
   CHECK(read_state_file(dir.get(), "fifo") == std::optional<std::string>(""));
   CHECK_THROWS_AS(read_state_file(dir.get(), "big"), Error);
 }
+
+TEST_CASE("state dir: collect_stale_now_and_then looks once per interval", "[state]") {
+  TempDir t;
+  const std::string state = t / "state";
+  const std::string marker = state + "/" + kStaleCollectedRecord;
+  const std::chrono::seconds minute{60};
+  in_dead_process([&] { create_container_dir(state, "gone1"); });
+  CHECK(collect_stale_now_and_then(state, minute) == std::vector<std::string>{"gone1"}); // never looked
+  REQUIRE(exists(marker));
+
+  in_dead_process([&] { create_container_dir(state, "gone2"); });
+  CHECK(collect_stale_now_and_then(state, minute).empty()); // looked a moment ago
+  CHECK(exists(state + "/containers/gone2"));
+
+  // A minute later (the marker made older), or after the clock was set back
+  // (a marker in the future), it looks again.
+  timespec times[2] = {{0, UTIME_OMIT}, {::time(nullptr) - 61, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, marker.c_str(), times, 0) == 0);
+  CHECK(collect_stale_now_and_then(state, minute) == std::vector<std::string>{"gone2"});
+  in_dead_process([&] { create_container_dir(state, "gone3"); });
+  times[1] = {::time(nullptr) + 3600, 0};
+  REQUIRE(::utimensat(AT_FDCWD, marker.c_str(), times, 0) == 0);
+  CHECK(collect_stale_now_and_then(state, minute) == std::vector<std::string>{"gone3"});
+
+  // No state dir yet: nothing to look at, and nothing made.
+  CHECK(collect_stale_now_and_then(t / "nothing-here", minute).empty());
+  CHECK_FALSE(exists(t / "nothing-here"));
+}

@@ -8,6 +8,7 @@
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/shim/modifiers.hpp"
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +51,12 @@ BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const st
 
 // The pid file in the state dir runc writes when the caller named none.
 inline constexpr const char *kInitPidFile = "init.pid";
+
+// How often a create looks for stale state dirs (a create killed half-way,
+// a container whose delete never came): each costs a little memory and,
+// with limits, a place on a GPU until then (admission collects before it
+// refuses).
+inline constexpr std::chrono::seconds kStaleCollectionInterval{60};
 
 // Adds gpuslice-hook for createRuntime with an explicit minimal
 // environment: never the container's, whatever the runtime and stage would

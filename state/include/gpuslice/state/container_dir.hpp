@@ -21,6 +21,7 @@
 
 #include "gpuslice/common/fd.hpp"
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -107,6 +108,14 @@ bool remove_if_stale(const std::string &state_dir, const std::string &id);
 // Removes every directory (and leftover temporary) whose recorded process is
 // gone; returns the ids removed. Errors on one entry do not stop the others.
 std::vector<std::string> collect_stale(const std::string &state_dir);
+
+// collect_stale, when no collection started in the last `interval` (the
+// mtime of <state_dir>/stale-collected, touched first; a clock set back
+// makes one due). What a create calls: a node that shares its GPUs holds a
+// hundred containers or more, and a look at each (its records, /proc) on
+// every create cost more than the rest of the create.
+inline constexpr const char *kStaleCollectedRecord = "stale-collected";
+std::vector<std::string> collect_stale_now_and_then(const std::string &state_dir, std::chrono::seconds interval);
 
 // The containers directory, locked (flock, exclusive; waits): for what must
 // see every container and add one without another create doing the same in

@@ -36,6 +36,12 @@ Three scenarios:
            fake NVML (tests/fakes) stands for the node's, as the monitor's
            and admission's NVML
 
+A node that is not empty: --node-containers N runs every cycle beside N
+GPU containers (2 devices each, no limits, `sleep`) started through the
+wrapper beforehand, whose state dirs a create may look at; --node-spec puts
+a driver's spec of another kind (8 GPUs, YAML as nvidia-ctk writes it,
+~10 KiB) in the spec dir, which a create need not parse.
+
 Run as root:  bench/start/bench_start.py --wrapper build/shim/gpuslice-runtime
 Targets: median ratio <= 1.03 (none), <= 1.05 (devices), <= 1.10 (limits);
 --check makes a missed target exit 1.
@@ -92,6 +98,20 @@ def cycle(rt: ocitest.Runtime, bundle: ocitest.Bundle, cid: str, config: bytes, 
     return (t[-1] - t[0]) * 1000.0
 
 
+NODE_PREFIX = "bench-node-"
+
+
+def start_node_containers(rt: ocitest.Runtime, bundle: ocitest.Bundle, devices: str, n: int) -> None:
+    """`n` GPU containers that sleep through the run, one bundle reused (the
+    wrapper rewrites config.json, which runc reads only at create)."""
+    bundle.args = ["sleep", "100000"]
+    bundle.annotate(ANNOTATION, devices)
+    for i in range(n):
+        bundle.write()
+        rt.create(bundle, f"{NODE_PREFIX}{i}")
+        rt.start(f"{NODE_PREFIX}{i}")
+
+
 def summarize(times: list[float]) -> dict:
     s = sorted(times)
     return {"median": statistics.median(s), "mean": statistics.fmean(s),
@@ -116,6 +136,35 @@ def limited_spec(gpu: ocitest.FakeGpu) -> dict:
     for d in spec["devices"]:
         d["containerEdits"]["env"] += [f"GPUSLICE_GPU_UUID={FAKE_GPU0}", "GPUSLICE_MEMORY_LIMIT=256Mi"]
     return spec
+
+
+def driver_spec_yaml(gpus: int = 8) -> str:
+    """A GPU driver's CDI spec as nvidia-ctk writes it (compact YAML
+    sequences, per-GPU nodes and symlink hooks, the libraries and binaries
+    as mounts), under a kind no request of the bench names."""
+    lines = ["---", "cdiVersion: 0.5.0", "containerEdits:", "  deviceNodes:"]
+    lines += [f"  - path: /dev/{n}" for n in ("nvidia-modeset", "nvidia-uvm", "nvidia-uvm-tools", "nvidiactl")]
+    lines += ["  env:", "  - NVIDIA_VISIBLE_DEVICES=void", "  hooks:", "  - args:", "    - nvidia-cdi-hook",
+              "    - update-ldcache", "    - --folder", "    - /usr/lib/x86_64-linux-gnu",
+              "    hookName: createContainer", "    path: /usr/bin/nvidia-cdi-hook", "  mounts:"]
+    libs = ["EGL_nvidia", "GLESv2_nvidia", "GLX_nvidia", "cuda", "cudadebugger", "nvcuvid", "nvidia-allocator",
+            "nvidia-cfg", "nvidia-eglcore", "nvidia-encode", "nvidia-fbc", "nvidia-glcore", "nvidia-glsi",
+            "nvidia-gpucomp", "nvidia-ml", "nvidia-ngx", "nvidia-nvvm", "nvidia-opencl", "nvidia-opticalflow",
+            "nvidia-ptxjitcompiler", "nvidia-rtcore", "nvidia-tls", "nvoptix"]
+    paths = [f"/usr/lib/x86_64-linux-gnu/lib{n}.so.550.54.15" for n in libs]
+    paths += [f"/usr/bin/nvidia-{n}" for n in ("smi", "debugdump", "persistenced", "cuda-mps-control")]
+    for path in paths:
+        lines += [f"  - containerPath: {path}", f"    hostPath: {path}", "    options:", "    - ro",
+                  "    - nosuid", "    - nodev", "    - bind"]
+    lines.append("devices:")
+    for i in range(gpus):
+        lines += ["- containerEdits:", "    deviceNodes:", f"    - path: /dev/nvidia{i}",
+                  f"    - path: /dev/dri/card{i + 1}", f"    - path: /dev/dri/renderD{128 + i}", "    hooks:",
+                  "    - args:", "      - nvidia-cdi-hook", "      - create-symlinks", "      - --link",
+                  f"      - ../card{i + 1}::/dev/dri/by-path/pci-0000:{i + 0x18:02x}:00.0-card",
+                  "      hookName: createContainer", "      path: /usr/bin/nvidia-cdi-hook", f"  name: \"{i}\""]
+    lines += ["kind: driver.example.com/gpu", ""]
+    return "\n".join(lines)
 
 
 def fs_type(path: Path) -> str:
@@ -156,6 +205,11 @@ def main() -> int:
                     help="another build of the wrapper (e.g. the previous commit's), run in the same interleaving "
                          "with the same config as the wrapper: an A/B of two builds that this machine's drift between "
                          "two runs cannot blur")
+    ap.add_argument("--node-containers", type=int, default=0, metavar="N",
+                    help="run the cycles beside N GPU containers (2 devices each, no limits, `sleep`) started "
+                         "through the wrapper before the first scenario and deleted after the last (default 0)")
+    ap.add_argument("--node-spec", action="store_true",
+                    help="also put a driver's spec of another kind in the spec dir (8 GPUs, nvidia-ctk's YAML)")
     ap.add_argument("--phases", action="store_true",
                     help="also print the median of each phase (create, start, wait, delete) per runtime")
     a = ap.parse_args()
@@ -192,6 +246,8 @@ def main() -> int:
         template = ocitest.runc_spec_template(tmp / "template")
         gpu = ocitest.FakeGpu(tmp / "gpu", with_hook=False)
         (gpu.spec_dir / "limited.json").write_text(json.dumps(limited_spec(gpu)))
+        if a.node_spec:
+            (gpu.spec_dir / "driver.example.com-gpu.yaml").write_text(driver_spec_yaml())
         hook = os.environ.get("GPUSLICE_HOOK") or str(build / "hook" / "gpuslice-hook")
         interposer = str(build / "interposer" / "libgpuslice-cuda.so")
         nvml = str(build / "tests" / "fakes" / "lib" / "libnvidia-ml.so.1")
@@ -216,7 +272,10 @@ def main() -> int:
         print(f"# wrapper {wrapper}, runtime {lowlevel}, {a.iterations} iterations (+{a.warmup} warm-up), "
               f"{os.cpu_count()} cpus, kernel {os.uname().release}, settle {a.settle} s, "
               f"GOMAXPROCS {os.environ.get('GOMAXPROCS', 'unset')}, work dir on "
-              f"{fs_type(tmp)}")
+              f"{fs_type(tmp)}, {a.node_containers} GPU containers running, "
+              f"{len(list(gpu.spec_dir.iterdir()))} specs")
+        start_node_containers(wrapped, ocitest.Bundle(tmp / "node", template, rootfs),
+                              ",".join(f"{gpu.KIND}={n}" for n in ("0", "1")), a.node_containers)
         failed = False
         for sc in scenarios:
             runners = {"plain": plain, "wrapper": wrapped, "floor": floored}
@@ -277,14 +336,24 @@ def main() -> int:
                     medians = [statistics.median(ph[k] for ph in phases[name]) for k in range(len(PHASES))]
                     print(f"{sc:8s} {name:7s} phases " +
                           "  ".join(f"{ph} {m:6.2f}" for ph, m in zip(PHASES, medians)) + " ms (medians)")
-            left = plain.list_ids()
+            left = [c for c in plain.list_ids() if not c.startswith(NODE_PREFIX)]
             if left:
                 raise SystemExit(f"containers left behind: {left}")
-            leftover = list((tmp / "state" / "containers").glob("*")) if (tmp / "state" / "containers").exists() else []
+            containers = tmp / "state" / "containers"
+            leftover = [p for p in containers.glob("*") if not p.name.startswith(NODE_PREFIX)] \
+                if containers.exists() else []
             if leftover:
                 raise SystemExit(f"state left behind: {leftover}")
+        for i in range(a.node_containers):
+            wrapped.delete(f"{NODE_PREFIX}{i}", force=True)
         return 1 if (failed and a.check) else 0
     finally:
+        # What a failed run left running (the node's containers included)
+        # would outlive the run.
+        root = tmp / "runtime-state"
+        for entry in root.iterdir() if root.is_dir() else []:
+            subprocess.run([lowlevel, "--root", str(root), "delete", "--force", entry.name], check=False,
+                           capture_output=True)
         if not a.keep:
             if on_tmpfs:
                 subprocess.run(["umount", str(tmp)], check=False)

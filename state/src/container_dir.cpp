@@ -440,11 +440,18 @@ std::vector<std::string> collect_stale_now_and_then(const std::string &state_dir
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
   struct stat st {};
-  if (::lstat(marker.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_mtim.tv_sec <= now.tv_sec &&
-      now.tv_sec - st.st_mtim.tv_sec < interval.count())
-    return {};
+  if (::lstat(marker.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    // A file's time and the clock may disagree by a tick: a marker a second
+    // or two ahead is fresh; one further ahead means the clock was set back.
+    const auto age = static_cast<long long>(now.tv_sec) - static_cast<long long>(st.st_mtim.tv_sec);
+    if (age >= -2 && age < interval.count())
+      return {};
+  }
   // Touched before the look: creates that come meanwhile do not all look.
-  if (UniqueFd f{::open(marker.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600)})
+  // Only a file of this user's that no other name shares (the state dir is
+  // made root's only later, by the create).
+  if (UniqueFd f{::open(marker.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600)};
+      f && ::fstat(f.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_uid == ::geteuid())
     (void)::futimens(f.get(), nullptr);
   return collect_stale(state_dir);
 }

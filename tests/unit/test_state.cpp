@@ -296,6 +296,20 @@ TEST_CASE("state dir: collect_stale_now_and_then looks once per interval", "[sta
   REQUIRE(::utimensat(AT_FDCWD, marker.c_str(), times, 0) == 0);
   CHECK(collect_stale_now_and_then(state, minute) == std::vector<std::string>{"gone3"});
 
+  // A marker that is another name of some other file is not touched (that
+  // file's mtime stays); the look happens all the same.
+  REQUIRE(::unlink(marker.c_str()) == 0);
+  const std::string other = t / "other-file";
+  t.write("other-file", "x");
+  times[1] = {::time(nullptr) - 3600, 0};
+  REQUIRE(::utimensat(AT_FDCWD, other.c_str(), times, 0) == 0);
+  REQUIRE(::link(other.c_str(), marker.c_str()) == 0);
+  in_dead_process([&] { create_container_dir(state, "gone4"); });
+  CHECK(collect_stale_now_and_then(state, minute) == std::vector<std::string>{"gone4"});
+  struct stat st {};
+  REQUIRE(::stat(other.c_str(), &st) == 0);
+  CHECK(st.st_mtim.tv_sec == times[1].tv_sec);
+
   // No state dir yet: nothing to look at, and nothing made.
   CHECK(collect_stale_now_and_then(t / "nothing-here", minute).empty());
   CHECK_FALSE(exists(t / "nothing-here"));

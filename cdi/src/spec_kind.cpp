@@ -154,41 +154,46 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// The first line of `rest`, which then holds what follows it.
+std::string_view next_line(std::string_view &rest) {
+  const std::size_t nl = rest.find('\n');
+  const std::string_view line = rest.substr(0, nl);
+  rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+  return line;
+}
+
+bool blank_or_comment(std::string_view trimmed) { return trimmed.empty() || trimmed.front() == '#'; }
+
 // Whether the next line that is not blank or a comment is indented: then
 // it continues a plain scalar on the line before ("kind: a/" and "  b" are
 // one value).
 bool continued(std::string_view rest) {
   while (!rest.empty()) {
-    const std::size_t nl = rest.find('\n');
-    const std::string_view line = rest.substr(0, nl);
-    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
-    const std::string_view body = trim(line);
-    if (body.empty() || body.front() == '#')
-      continue;
-    return line.front() == ' ' || line.front() == '\t';
+    const std::string_view line = next_line(rest);
+    if (!blank_or_comment(trim(line)))
+      return line.front() == ' ' || line.front() == '\t';
   }
   return false;
 }
 
 // A block mapping's keys at column 0, one per line. Indented lines, and
-// sequence entries at column 0, belong to values; a line at column 0 that is not a plain `key: value` (a quoted or
-// complex key, an anchor, a tag, a flow collection, a second document, a
-// continued scalar) makes the kind unknown.
+// sequence entries at column 0, belong to values; a line at column 0 that
+// is not a plain `key: value` (a quoted or complex key, an anchor, a tag, a
+// flow collection, a second document, a continued scalar) makes the kind
+// unknown.
 std::optional<std::string> yaml_kind(std::string_view text) {
   std::optional<std::string> kind;
   bool content = false;
   while (!text.empty()) {
-    const std::size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-    if (trim(line).empty() || line.front() == ' ' || line.front() == '\t' || line.front() == '#')
+    const std::string_view line = next_line(text);
+    const std::string_view body = trim(line);
+    if (blank_or_comment(body) || line.front() == ' ' || line.front() == '\t')
       continue;
-    if (line.substr(0, 3) == "---" && !content && (trim(line.substr(3)).empty() || trim(line.substr(3))[0] == '#'))
+    if (!content && line.substr(0, 3) == "---" && blank_or_comment(trim(line.substr(3))))
       continue;
     // "- item" at column 0: an entry of the sequence that is the value of
     // the key before (`devices:` then `- name: ...`, as Go's YAML writers
     // put it); a document that starts with one is a sequence.
-    const std::string_view body = trim(line);
     if (content && line.front() == '-' && (body.size() == 1 || line[1] == ' ' || line[1] == '\t'))
       continue;
     content = true;

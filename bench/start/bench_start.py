@@ -75,27 +75,35 @@ FAKE_GPU0 = "GPU-facea2a3-a4a5-a6a7-a8a9-aaabacadae00"  # the one GPU the build'
 PHASES = ("create", "start", "wait", "delete")
 
 
-def cycle(rt: ocitest.Runtime, bundle: ocitest.Bundle, cid: str, config: bytes, phases: list | None = None) -> float:
-    """One create/start/wait/delete, in ms; each phase's ms appended to
-    `phases` when given."""
+def cycle(rt: ocitest.Runtime, bundle: ocitest.Bundle, cid: str, config: bytes, phases: list | None = None,
+          pause: float = 0.0) -> float:
+    """One create/start/wait/delete, in ms (the sum of the phases); each
+    phase's ms appended to `phases` when given. `pause` seconds between
+    create and start are not timed."""
     bundle.config_path.write_bytes(config)  # the wrapper may have rewritten it
     pid_file = bundle.path / "pid"
     out = bundle.path / "out"
-    t = [time.perf_counter()]
+    took = []
+    t = time.perf_counter()
     rt.create(bundle, cid, out=out, pid_file=pid_file)
-    t.append(time.perf_counter())
+    took.append(time.perf_counter() - t)
+    if pause > 0:
+        time.sleep(pause)
+    t = time.perf_counter()
     pid = int(pid_file.read_text())
     rt.start(cid)
-    t.append(time.perf_counter())
+    took.append(time.perf_counter() - t)
+    t = time.perf_counter()
     rc = ocitest.wait_pid(pid, 30)
-    t.append(time.perf_counter())
+    took.append(time.perf_counter() - t)
+    t = time.perf_counter()
     rt.delete(cid)
-    t.append(time.perf_counter())
+    took.append(time.perf_counter() - t)
     if rc != 0:
         raise SystemExit(f"{rt.name}: container {cid} exited {rc}: {out.with_suffix('.err').read_text()}")
     if phases is not None:
-        phases.append([(b - a) * 1000.0 for a, b in zip(t, t[1:])])
-    return (t[-1] - t[0]) * 1000.0
+        phases.append([s * 1000.0 for s in took])
+    return sum(took) * 1000.0
 
 
 NODE_PREFIX = "bench-node-"
@@ -191,6 +199,10 @@ def main() -> int:
     ap.add_argument("--settle", type=float, default=0.0,
                     help="seconds to wait before each cycle (default 0), to let the kernel finish tearing down "
                          "the previous container")
+    ap.add_argument("--pause-after-create", type=float, default=0.0, metavar="SECONDS",
+                    help="seconds to wait between create and start, not timed (default 0): start is then measured "
+                         "once the work a create leaves running is done (the init recorder; with limits, the "
+                         "monitor's start-up), which tells that work's cost from start's own")
     ap.add_argument("--go-maxprocs", type=int, default=0,
                     help="GOMAXPROCS for runc, plain and wrapped alike (default: unset)")
     ap.add_argument("--seed", type=int, default=1, help="of the shuffled order of runtimes per iteration (default 1)")
@@ -271,6 +283,7 @@ def main() -> int:
         print(f"# {shlex.join([sys.executable, *sys.argv])}")
         print(f"# wrapper {wrapper}, runtime {lowlevel}, {a.iterations} iterations (+{a.warmup} warm-up), "
               f"{os.cpu_count()} cpus, kernel {os.uname().release}, settle {a.settle} s, "
+              f"pause after create {a.pause_after_create} s, "
               f"GOMAXPROCS {os.environ.get('GOMAXPROCS', 'unset')}, work dir on "
               f"{fs_type(tmp)}, {a.node_containers} GPU containers running, "
               f"{len(list(gpu.spec_dir.iterdir()))} specs")
@@ -309,7 +322,7 @@ def main() -> int:
                 for k, name in enumerate(order):
                     time.sleep(a.settle)
                     ms = cycle(runners[name], slots[k], f"bench-{sc}-{i}-{k}", configs[name],
-                               phases[name] if i >= a.warmup else None)
+                               phases[name] if i >= a.warmup else None, a.pause_after_create)
                     if i >= a.warmup:
                         times[name].append(ms)
             p = summarize(times["plain"])

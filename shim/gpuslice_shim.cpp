@@ -1,10 +1,11 @@
 // gpuslice-shim: the monitor of one container (interposer/host's
 // run_monitor), a program of its own so that it is small, dynamically
-// linked against glibc (it will load NVML), and named in `ps`. Started by
-// gpuslice-runtime at create once runc has made the init (--watched is the
-// init, --init its pid), by gpuslice-hook, or before `runc run` (--watched
-// is gpuslice-runtime until it exits, then the init --pid-file names);
-// never by hand (sharing::exec_monitor): its descriptors arrive at fixed
+// linked against glibc (it will load NVML), and named in `ps`. Exec'd at
+// create by the init recorder that was the monitor until its first interval
+// (--watched is the init, --init its pid, --connected), started by
+// gpuslice-hook, or before `runc run` (--watched is gpuslice-runtime until
+// it exits, then the init --pid-file names); never by hand
+// (sharing::exec_monitor, exec_in_place): its descriptors arrive at fixed
 // numbers, already detached (own session, stdio on /dev/null, nothing else
 // open, PATH alone in its environment). Started again by any later
 // gpuslice-runtime call that finds it gone (shim/monitor_start.hpp).
@@ -13,8 +14,12 @@
 //                 [--pid-file PATH | --init PID] [--state-dir DIR --id ID --creator "PID START"]
 //                 [--limits PATH --interval-ms N --action log|kill|freeze
 //                  --tolerance BYTES --nvml LIBRARY [--log-file PATH] [--pod NS/NAME]]
+//                 [--connected PID,...]
 // (BYTES a plain number: no size parsing here, which would pull locale and
-// libm code into every monitor.)
+// libm code into every monitor.) --connected: exec'd by a monitor that ran
+// in place until its first interval (gpuslice-runtime's init recorder,
+// shim/monitor_start.hpp), in the same process: the pids that took the
+// region meanwhile (not bypasses), and the first check comes at once.
 //
 //   gpuslice-shim --query-gpus [--nvml LIBRARY]
 // prints "UUID MEMORY-BYTES" per GPU, from NVML, for gpuslice-runtime's
@@ -31,6 +36,7 @@
 
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/strings.hpp"
 #include "gpuslice/sharing/monitor.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
@@ -83,7 +89,7 @@ int run(int argc, char **argv) {
   static const char *const flags[] = {"--listener", "--region",      "--watched", "--activity",  "--pid-file",
                                       "--state-dir", "--id",         "--creator", "--limits",    "--interval-ms",
                                       "--action",    "--tolerance",  "--nvml",    "--log-file",  "--pod",
-                                      "--init"};
+                                      "--init",      "--connected"};
   const Error usage("usage: gpuslice-shim --listener FD --region FD --watched FD [--activity FD] [--pid-file PATH] "
                     "[--state-dir DIR --id ID --creator \"PID START\"] (started by gpuslice-runtime, not by hand)");
   std::map<std::string, std::string> opt;
@@ -153,6 +159,11 @@ int run(int argc, char **argv) {
       return nvml;
     };
     enforcer = std::make_unique<monitor::Enforcer>(std::move(e), std::move(load_nvml));
+    if (opt.count("--connected")) {
+      setup.first_interval_at_once = true;
+      for (const auto &pid : split(opt["--connected"], ',', EmptyParts::skip))
+        enforcer->connected(number(pid, "--connected"));
+    }
     setup.on_connect = [&](int pid) { enforcer->connected(pid); };
     setup.on_init = [&](int pid) { enforcer->init_started(pid); };
     setup.on_interval = [&, region = setup.region.get()] { enforcer->check(region); };

@@ -37,4 +37,10 @@ void flush() {
     logger->flush();
 }
 
+void close() {
+  flush();
+  spdlog::drop_all();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("closed")); // no sink
+}
+
 } // namespace gpuslice::log

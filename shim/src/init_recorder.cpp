@@ -7,9 +7,9 @@
 // records the init is a second one, the recorder, made with CLONE_VM: it
 // costs no copy of this 40 MB process's page tables, and once this process
 // has exec'd runc the old memory is the recorder's alone. It wakes when runc
-// exits, at the same time as the caller, and records the init (and starts
-// the monitor of a container with limits) on the other CPU while the
-// caller goes on.
+// exits, at the same time as the caller, and records the init on the other
+// CPU while the caller goes on. For a container with limits it then
+// becomes the container's monitor (monitor_start.hpp's MonitorInPlace).
 //
 // Until runc has exited the recorder shares this process's memory, its
 // thread pointer and errno included, with a process that is still running:
@@ -197,7 +197,10 @@ std::optional<int> init_pid_from_runtime_state(const Recorder &r) {
   return static_cast<int>(state["pid"].get<long>());
 }
 
-void record_or_clean_up(Recorder &r) {
+// The monitor this process is to become, once the lock is let go: taken
+// here, under it (a restart that saw the init but no monitor would start a
+// second one).
+std::optional<MonitorInPlace> record_or_clean_up(Recorder &r) {
   const auto me = state::process_id(static_cast<int>(::getpid()));
   // The init is a process started after runc (this process's pid): a pid
   // file, or a container of this id, naming an older one is another
@@ -210,15 +213,16 @@ void record_or_clean_up(Recorder &r) {
   const auto init = pid ? state::process_id(*pid) : std::nullopt;
   if (!init || init->start_time < r.creator.start_time) {
     state::remove_container_dir(r.state_dir, r.id, me);
-    return;
+    return std::nullopt;
   }
   try {
     const state::ContainerDir dir = state::record_init(r.state_dir, r.id, *pid);
     if (r.monitor) // the dir is locked: the caller took the lock, this process holds it
-      launch_monitor(std::move(*r.monitor), dir);
+      return take_monitor(std::move(*r.monitor), dir, r.state_dir, r.id);
   } catch (const Error &e) {
     fail_closed(r, me, e.message());
   }
+  return std::nullopt;
 }
 
 GPUSLICE_RAW_ONLY int record_after_runtime(void *arg) {
@@ -235,15 +239,24 @@ GPUSLICE_RAW_ONLY int record_after_runtime(void *arg) {
   // The caller's process is gone: from here on this memory is ours.
   if (r.exec_started.load(std::memory_order_acquire)) {
     ::sigprocmask(SIG_SETMASK, &r.caller_mask, nullptr);
+    std::optional<MonitorInPlace> monitor;
     try {
-      record_or_clean_up(r);
+      monitor = record_or_clean_up(r);
     } catch (const std::exception &e) {
       spdlog::error("container {}: {}", r.id, e.what());
     }
-    // Decided: a start waiting on it goes on now, not once the exit has
-    // unmapped the 40 MB this process inherited.
+    // Decided: a start waiting on it goes on now.
     ::close(r.dir_lock);
     log::flush();
+    if (monitor) {
+      try {
+        run_monitor_in_place(std::move(*monitor));
+      } catch (const std::exception &) {
+        // Detaching failed (its log let go already: said nowhere). The
+        // record names a process that goes now, and the next call that
+        // finds it gone (`start`, first) starts gpuslice-shim, or fails.
+      }
+    }
   }
   raw_syscall(SYS_exit_group, 0);
   return 0;

@@ -3,6 +3,7 @@
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fd.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/log.hpp"
 #include "gpuslice/common/strings.hpp"
 #include "gpuslice/sharing/activity.hpp"
 #include "gpuslice/sharing/limits.hpp"
@@ -15,8 +16,15 @@
 #include <algorithm>
 #include <iterator>
 
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -127,6 +135,12 @@ PendingMonitor prepare_monitor(const state::ContainerDir &dir, const CreateConte
 
 namespace {
 
+// The value after `flag` in `args`, or "".
+std::string arg_after(const std::vector<std::string> &args, const std::string &flag) {
+  auto at = std::find(args.begin(), args.end(), flag);
+  return at == args.end() || std::next(at) == args.end() ? std::string() : *std::next(at);
+}
+
 // Watches `init`, checked to be the recorded process still once its pidfd
 // is taken (a pid reused meanwhile is not the container's).
 void watch_init(sharing::MonitorSetup &monitor, const state::ProcessId &init) {
@@ -182,6 +196,89 @@ void launch_monitor(PendingMonitor monitor, const state::ContainerDir &dir) {
     throw Error("no init is recorded in " + quote(dir.path));
   watch_init(monitor.setup, *init);
   exec_and_record(std::move(monitor), dir.fd.get(), dir.path);
+}
+
+MonitorInPlace take_monitor(PendingMonitor monitor, const state::ContainerDir &dir, const std::string &state_dir,
+                            const std::string &id) {
+  const auto init = state::read_process_record(dir.fd.get(), state::kInitRecord);
+  if (!init)
+    throw Error("no init is recorded in " + quote(dir.path));
+  const auto self = state::process_id(static_cast<int>(::getpid()));
+  if (!self)
+    throw Error("cannot read this process's start time from /proc");
+  watch_init(monitor.setup, *init);
+  pass_creator(monitor.args, dir.fd.get());
+  // The dir it removes at the end is its creator's, as gpuslice-shim's
+  // --creator says.
+  const auto creator = state::parse_process_id(arg_after(monitor.args, "--creator"));
+  if (!creator)
+    throw Error("no creator is recorded in " + quote(dir.path));
+  state::write_process_record(dir.fd.get(), state::kMonitorRecord, *self, dir.path);
+  return {std::move(monitor), *creator, state_dir, id};
+}
+
+namespace {
+
+// gpuslice-shim's --connected: those of `pids` still running. Bounded:
+// one argument has at most 128 KiB; a container with more processes than
+// fit that connected within one interval has the rest reported as
+// bypasses, once each, rather than a monitor that cannot exec.
+std::string still_running(const std::set<int> &pids) {
+  constexpr std::size_t kMaxText = 64 * 1024;
+  std::string text;
+  for (int pid : pids) {
+    if (::kill(pid, 0) != 0 && errno == ESRCH)
+      continue;
+    const std::string item = (text.empty() ? "" : ",") + std::to_string(pid);
+    if (text.size() + item.size() > kMaxText)
+      break;
+    text += item;
+  }
+  return text;
+}
+
+// What gpuslice-shim would say of NVML it could not load, where it would.
+void say_in_shim_log(const std::string &log_file, const std::string &line) {
+  if (log_file.empty())
+    return;
+  if (FILE *log = std::fopen(log_file.c_str(), "ae")) {
+    std::fprintf(log, "%s\n", line.c_str());
+    std::fclose(log);
+  }
+}
+
+} // namespace
+
+void run_monitor_in_place(MonitorInPlace in_place) {
+  PendingMonitor &m = in_place.monitor;
+  sharing::MonitorSetup &setup = m.setup;
+  log::close();
+  sharing::detach_in_place(setup);
+  ::prctl(PR_SET_NAME, "gpuslice-shim", 0, 0, 0);
+  std::set<int> connected;
+  setup.on_connect = [&connected](int pid) { connected.insert(pid); };
+  setup.cleanup = [&in_place] {
+    try {
+      state::remove_container_dir(in_place.state_dir, in_place.id, in_place.creator);
+    } catch (const Error &) {
+      // the next create, or the delete that follows, removes it
+    }
+  };
+  try {
+    setup.interval_ms = std::stoi(arg_after(m.args, "--interval-ms"));
+  } catch (const std::exception &) {
+    setup.interval_ms = 0; // never: then gpuslice-shim would not check either
+  }
+  setup.hand_over_at_first_interval = true;
+  while (sharing::run_monitor(setup) == sharing::MonitorEnd::handed_over) {
+    std::vector<std::string> args = m.args;
+    args.insert(args.end(), {"--connected", still_running(connected)});
+    const int error = sharing::exec_in_place(setup, m.program, args);
+    say_in_shim_log(arg_after(m.args, "--log-file"),
+                    "gpuslice-shim container " + in_place.id + ": cannot execute " + quote(m.program) + ": " +
+                        std::strerror(error) + ": GPU memory is enforced by the interposer alone");
+    setup.hand_over_at_first_interval = false;
+  }
 }
 
 std::optional<std::string> restart_monitor_if_gone(const Config &config, const std::string &id,

@@ -206,15 +206,20 @@ def become_subreaper() -> None:
     _subreaper = True
 
 
-def monitors() -> dict[int, list[str]]:
+def monitors(in_place: bool = False) -> dict[int, list[str]]:
     """The running gpuslice-shim processes (the containers' monitors): pid ->
-    argv. Found by executable, not by name: anyone can call a process that."""
+    argv. Found by executable, not by name: anyone can call a process that.
+    With `in_place`, also the monitors that are still a create's init
+    recorder (gpuslice-runtime, named gpuslice-shim, with the create's
+    command line), before their first interval."""
     found = {}
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
-            if os.path.basename(os.readlink(proc / "exe")) == "gpuslice-shim":
+            program = os.path.basename(os.readlink(proc / "exe"))
+            if program == "gpuslice-shim" or (in_place and program == "gpuslice-runtime" and
+                                              (proc / "comm").read_text() == "gpuslice-shim\n"):
                 found[int(proc.name)] = [a.decode() for a in (proc / "cmdline").read_bytes().split(b"\0") if a]
         except OSError:
             continue  # gone meanwhile, or a kernel thread

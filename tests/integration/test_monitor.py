@@ -253,6 +253,42 @@ def test_a_sigkilled_process_usage_is_reclaimed(sharing_runtime, test_tmp, spec_
     rt.delete(cid)
 
 
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
+def test_the_monitor_in_place_hands_its_processes_over_to_gpuslice_shim(sharing_runtime, test_tmp, spec_template,
+                                                                         bypass_rootfs, driver_accounting, cid):
+    """A process that took the region from the monitor while it was still
+    the create's init recorder (an interval of 4 s: the process has its
+    200 MiB well before) is passed to the gpuslice-shim exec'd in its place
+    at the first interval: that one checks at once, sees the 200 MiB
+    through NVML, and does not take the process for a bypass."""
+    rt, state, log = monitored(sharing_runtime, test_tmp, "log")
+    conf = test_tmp / "gpuslice.toml"
+    conf.write_text(conf.read_text().replace('interval = "100ms"', 'interval = "4s"'))
+    ocitest.copy_with_libs(built("GPUSLICE_SHARE_TEST"), bypass_rootfs, "/bin/share_test")
+    bundle, init = start(rt, test_tmp, spec_template, bypass_rootfs, cid, "/bin/share_test kernel 60 200")
+    monitor = wait_for(lambda: (state / "containers" / cid / "monitor").exists() and monitor_of(state, cid))
+    # the holder's usage in the driver's accounting: it took the region first
+    assert wait_for(lambda: any(driver_accounting.iterdir()))
+    cgroup = text(Path(f"/proc/{init}/cgroup"))
+    holder = next(int(p.name) for p in Path("/proc").iterdir()
+                  if p.name.isdigit() and text(p / "comm") == "share_test\n" and text(p / "cgroup") == cgroup)
+    assert os.path.basename(os.readlink(f"/proc/{monitor}/exe")) == "gpuslice-runtime", "exec'd too early"
+    assert monitor not in ocitest.monitors()
+    assert wait_for(lambda: monitor in ocitest.monitors()), "not exec'd at the first interval"
+    argv = ocitest.monitors()[monitor]
+    assert str(holder) in argv[argv.index("--connected") + 1].split(","), argv
+    path = state / "containers" / cid / "status"
+
+    def checked():
+        status = json.loads(text(path) or "{}")
+        return status if status.get("gpus", {}).get(FAKE_UUID0, {}).get("used_nvml") == 200 << 20 else None
+    status = wait_for(checked)
+    assert status and status["nvml"] and status["bypasses"] == 0, text(path)
+    assert "bypass" not in text(log), text(log)
+    rt.delete(cid, force=True)
+
+
 def monitor_of(state: Path, cid: str) -> int:
     """The pid the container's gpuslice-shim recorded."""
     return int((state / "containers" / cid / "monitor").read_text().split()[0])

@@ -47,9 +47,10 @@ def label_of(path: Path | str, follow: bool = False) -> str | None:
 
 
 def monitor_region_labels() -> list[str | None]:
-    """The label of the usage region (a memfd) each running monitor holds."""
+    """The label of the usage region (a memfd) each running monitor holds
+    (gpuslice-shim, or the init recorder before its first interval)."""
     labels = []
-    for pid in ocitest.monitors():
+    for pid in ocitest.monitors(in_place=True):
         try:
             for fd in Path(f"/proc/{pid}/fd").iterdir():
                 if os.readlink(fd).startswith("/memfd:gpuslice-region"):
@@ -100,7 +101,7 @@ def test_each_containers_files_carry_its_mount_label(sharing_runtime, test_tmp, 
     b = labelled_bundle(test_tmp, spec_template, glibc_rootfs, "b", LABEL_B)
     rt.create(a, "sel-a")
     rt.create(b, "sel-b")
-    # each monitor is started by its create's init recorder, as runc create ends
+    # each monitor is its create's init recorder, as runc create ends
     assert ocitest.eventually(lambda: all((state / "containers" / c / "monitor").exists() for c in ("sel-a", "sel-b")))
     for cid, label in (("sel-a", LABEL_A), ("sel-b", LABEL_B)):
         for name in ALL_FILES:

@@ -368,9 +368,26 @@ def test_memory_limits_may_not_add_up_past_the_gpu(sharing_runtime, test_tmp, sp
 # the container's monitor: gpuslice-shim (issue 12, part 1)
 
 
-def shim_of(cid: str) -> int | None:
-    """The pid of the gpuslice-shim whose --id is `cid`."""
-    return next((pid for pid, argv in ocitest.monitors().items() if cid in argv), None)
+def shim_of(cid: str, in_place: bool = False) -> int | None:
+    """The pid of the gpuslice-shim whose --id is `cid` (with `in_place`, or
+    of the init recorder that is its monitor until the first interval)."""
+    return next((pid for pid, argv in ocitest.monitors(in_place).items() if cid in argv), None)
+
+
+def process_fds(pid: int) -> dict[int, str]:
+    return {int(fd.name): os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()}
+
+
+def wait_in_poll(pid: int) -> None:
+    """Until `pid` waits in poll or ppoll (its loop), bounded."""
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}/syscall").read_text().split()[0] not in ("7", "271") and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def set_monitor_interval(test_tmp: Path, interval: str) -> None:
+    conf = test_tmp / "gpuslice.toml"  # sharing_runtime's config, read at every call
+    conf.write_text(conf.read_text() + f'\n[monitor]\ninterval = "{interval}"\n')
 
 
 @pytest.mark.gpuslice
@@ -382,15 +399,13 @@ def test_the_monitor_is_gpuslice_shim_detached_and_gone_with_the_container(shari
     bundle.shell("/bin/probe dlsym alloc 200Mi ok 256Mi")
     bundle.write()
     rt.create(bundle, cid)
-    # started by the create's init recorder as runc create ends
+    # exec'd by the create's init recorder, the monitor until then, at its
+    # first interval (1 s)
     assert ocitest.eventually(lambda: shim_of(cid)), "no gpuslice-shim for the container"
     shim = shim_of(cid)
     proc = Path(f"/proc/{shim}")
-    # it is started as runc create ends: let it reach its loop (poll or
-    # ppoll) before its descriptors are counted
-    deadline = time.monotonic() + 10
-    while (proc / "syscall").read_text().split()[0] not in ("7", "271") and time.monotonic() < deadline:
-        time.sleep(0.01)
+    # let it reach its loop before its descriptors are counted
+    wait_in_poll(shim)
     # its own program, beside gpuslice-runtime, in its own session
     assert os.readlink(proc / "exe") == os.path.join(os.path.dirname(rt.argv[0]), "gpuslice-shim")
     stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
@@ -402,7 +417,7 @@ def test_the_monitor_is_gpuslice_shim_detached_and_gone_with_the_container(shari
     # the listener, region, watched process and activity table at 3..6 (by
     # now the watched runtime is gone: the init's pidfd replaced it)
     assert (proc / "environ").read_bytes().split(b"\0")[:-1] == [b"PATH=/usr/sbin:/usr/bin:/sbin:/bin"]
-    fds = {int(fd.name): os.readlink(fd) for fd in (proc / "fd").iterdir()}
+    fds = process_fds(shim)
     assert fds[0] == fds[1] == fds[2] == "/dev/null"
     assert fds[3].startswith("socket:") and fds[4].startswith("/memfd:gpuslice-region"), fds
     assert fds[6] == str(state / "activity"), fds
@@ -434,9 +449,9 @@ def test_the_monitor_is_gpuslice_shim_detached_and_gone_with_the_container(shari
     assert ocitest.wait_pid(init, 30) == 0
     rt.delete(cid)
     deadline = time.monotonic() + 10
-    while shim_of(cid) and time.monotonic() < deadline:
+    while shim_of(cid, in_place=True) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert shim_of(cid) is None, "the monitor outlived its container"
+    assert shim_of(cid, in_place=True) is None, "the monitor outlived its container"
     assert not (state / "containers" / cid).exists()
 
 
@@ -489,6 +504,7 @@ def test_create_with_limits_execs_the_runtime(sharing_runtime, runtime_name, tes
     assert int(parent.read_text()) == os.getpid(), "the runtime ran as a child of gpuslice-runtime"
     init = int((bundle.path / f"{cid}.pid").read_text())
     assert ocitest.eventually(lambda: (state / "containers" / cid / "monitor").exists())
+    assert ocitest.eventually(lambda: shim_of(cid)), "no gpuslice-shim after the first interval"
     argv = ocitest.monitors()[shim_of(cid)]
     assert argv[argv.index("--init") + 1] == str(init), argv
     assert ocitest.watched_pids(shim_of(cid)) == [init]
@@ -502,28 +518,107 @@ def test_create_with_limits_execs_the_runtime(sharing_runtime, runtime_name, tes
 
 @pytest.mark.gpuslice
 @pytest.mark.parametrize("runtime_name", ["runc"])
-@pytest.mark.parametrize("failing", ["monitor", "record"])
+def test_until_its_first_interval_the_monitor_is_the_init_recorder(sharing_runtime, test_tmp, spec_template,
+                                                                   glibc_rootfs, cid):
+    """Until its first interval (an hour here) a container's monitor is the
+    create's init recorder, detached as gpuslice-shim is: it hands the
+    container its region (the limit holds), and when the container ends it
+    removes the state and exits, without gpuslice-shim ever exec'd."""
+    rt, state = sharing_runtime
+    set_monitor_interval(test_tmp, "3600s")
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
+    bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=burst")
+    bundle.shell("/bin/probe dlsym alloc 300Mi oom 256Mi")
+    bundle.write()
+    rt.create(bundle, cid)
+    dir_ = state / "containers" / cid
+    init = int((bundle.path / f"{cid}.pid").read_text())
+    assert ocitest.eventually(lambda: (dir_ / "monitor").exists())
+    monitor = int((dir_ / "monitor").read_text().split()[0])
+    proc = Path(f"/proc/{monitor}")
+    # gpuslice-runtime's process and command line, named gpuslice-shim
+    assert os.path.basename(os.readlink(proc / "exe")) == "gpuslice-runtime"
+    assert (proc / "comm").read_text() == "gpuslice-shim\n"
+    assert shim_of(cid, in_place=True) == monitor and shim_of(cid) is None
+    # the recorder: the dir's creator, which it removes at the end
+    assert (dir_ / "creator").read_text().split()[0] == str(monitor)
+    wait_in_poll(monitor)
+    stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+    assert int(stat[3]) == monitor, "not a session leader"  # field 6: session
+    assert int(stat[16]) == 0, "nice %s" % stat[16]  # field 19: nice
+    # stdio on /dev/null, its own descriptors at gpuslice-shim's numbers
+    # (listener, region, the init's pidfd, activity table), else only timers
+    fds = process_fds(monitor)
+    assert fds[0] == fds[1] == fds[2] == "/dev/null", fds
+    assert fds[3].startswith("socket:") and fds[4].startswith("/memfd:gpuslice-region"), fds
+    assert fds[5] == "anon_inode:[pidfd]" and fds[6] == str(state / "activity"), fds
+    assert all(t == "anon_inode:[timerfd]" for fd, t in fds.items() if fd > 6), fds
+    assert ocitest.watched_pids(monitor) == [init]
+    status = dict(line.split(":\t", 1) for line in (proc / "status").read_text().splitlines() if ":\t" in line)
+    assert int(status["SigBlk"], 16) == 0 and int(status["SigIgn"], 16) == 1 << 12, status
+    assert (proc / "cgroup").read_text() != Path(f"/proc/{init}/cgroup").read_text()
+
+    rt.start(cid)
+    assert ocitest.wait_pid(init, 30) == 0
+    out = (bundle.path / f"{cid}.out").read_text()
+    assert "probe dlsym alloc 300Mi: as expected" in out, out  # the limit held
+    assert ocitest.eventually(lambda: not dir_.exists()), "the monitor did not remove the state"
+    assert ocitest.eventually(lambda: shim_of(cid, in_place=True) is None), "the monitor outlived its container"
+    rt.delete(cid)
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
+def test_a_gpuslice_shim_that_cannot_be_executed_leaves_the_monitor_in_place(sharing_runtime, test_tmp,
+                                                                             spec_template, glibc_rootfs, cid):
+    """A gpuslice-shim that is there but is no program: the exec at the
+    first interval fails, which is one line in gpuslice-shim's log, and the
+    monitor goes on in place without the driver's accounting, as
+    gpuslice-shim does without NVML: the limit holds, the state goes with
+    the container."""
+    rt, state = sharing_runtime
+    broken = test_tmp / "broken-shim"
+    broken.write_bytes(b"not a program\n")
+    broken.chmod(0o755)
+    conf = test_tmp / "gpuslice.toml"
+    conf.write_text(conf.read_text().replace("[runtime]\n", f'[runtime]\nshim-path = "{broken}"\n', 1))
+    set_monitor_interval(test_tmp, "100ms")
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
+    bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")
+    bundle.shell("/bin/probe dlsym alloc 300Mi oom 256Mi")
+    bundle.write()
+    rt.create(bundle, cid)
+    log = test_tmp / "log" / "gpuslice-shim.log"
+    said = (f'gpuslice-shim container {cid}: cannot execute "{broken}": Exec format error: '
+            "GPU memory is enforced by the interposer alone")
+    assert ocitest.eventually(lambda: log.exists() and said in log.read_text()), log.exists() and log.read_text()
+    dir_ = state / "containers" / cid
+    monitor = int((dir_ / "monitor").read_text().split()[0])
+    assert shim_of(cid, in_place=True) == monitor
+    rt.start(cid)
+    init = int((bundle.path / f"{cid}.pid").read_text())
+    assert ocitest.wait_pid(init, 30) == 0
+    out = (bundle.path / f"{cid}.out").read_text()
+    assert "probe dlsym alloc 300Mi: as expected" in out, out
+    assert ocitest.eventually(lambda: not dir_.exists()), "the monitor did not remove the state"
+    assert log.read_text().count("cannot execute") == 1, log.read_text()
+    rt.delete(cid)
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
 def test_a_recorder_that_fails_after_the_create_fails_the_start(sharing_runtime, test_tmp, spec_template,
-                                                                 glibc_rootfs, cid, failing):
+                                                                 glibc_rootfs, cid):
     """What the init recorder cannot do once runc has made the container,
-    after the create returned (start a gpuslice-shim that is there but
-    cannot be executed; record the init, stood in for by a state dir that
-    turns out to be of a newer format): the container is deleted again, no
-    monitor runs, and the start that follows fails with the reason rather
-    than letting the container run unmonitored."""
+    after the create returned (record the init, stood in for by a state dir
+    that turns out to be of a newer format): the container is deleted
+    again, no monitor runs, and the start that follows fails with the
+    reason rather than letting the container run unmonitored."""
     rt, state = sharing_runtime
     dir_ = state / "containers" / cid
-    if failing == "monitor":
-        broken = test_tmp / "broken-shim"
-        broken.write_bytes(b"not a program\n")
-        broken.chmod(0o755)
-        conf = test_tmp / "gpuslice.toml"
-        conf.write_text(conf.read_text().replace("[runtime]\n", f'[runtime]\nshim-path = "{broken}"\n', 1))
-        reason = f'cannot start the container\'s monitor "{broken}"'
-    else:
-        use_lowlevel_script(test_tmp, f'{tool(RUNTIMES["runc"])} "$@" || exit\n'
-                                      f'case " $* " in *" create "*) echo "gpuslice-state 999" > {dir_}/format;; esac\n')
-        reason = f'state "{dir_}" has format 999'
+    use_lowlevel_script(test_tmp, f'{tool(RUNTIMES["runc"])} "$@" || exit\n'
+                                  f'case " $* " in *" create "*) echo "gpuslice-state 999" > {dir_}/format;; esac\n')
+    reason = f'state "{dir_}" has format 999'
     bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
     bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")
     bundle.write()
@@ -533,7 +628,7 @@ def test_a_recorder_that_fails_after_the_create_fails_the_start(sharing_runtime,
     assert (f'cannot start container "{cid}": cannot record the init of container "{cid}" or start its monitor '
             f'(deleted again): {reason}') in p.stderr, p.stderr
     assert cid not in rt.list_ids()
-    assert shim_of(cid) is None
+    assert shim_of(cid, in_place=True) is None
     runtime_log = (test_tmp / "log" / "gpuslice-runtime.log").read_text()
     assert "(deleted again)" in runtime_log, runtime_log
     rt.run("delete", cid, check=False)  # what containerd does next: the state goes with it
@@ -567,7 +662,7 @@ def test_a_pid_file_an_earlier_container_left_names_no_init(sharing_runtime, tes
         assert not pid_file.exists()
         assert ocitest.eventually(lambda: not (state / "containers" / cid).exists())
         # a run's monitor removes the dir, then exits
-        assert ocitest.eventually(lambda: shim_of(cid) is None), "a monitor stayed"
+        assert ocitest.eventually(lambda: shim_of(cid, in_place=True) is None), "a monitor stayed"
         assert older.poll() is None
     finally:
         older.kill()
@@ -611,7 +706,7 @@ def test_start_refuses_a_container_with_limits_whose_init_was_never_recorded(sha
     monitor = int((dir_ / "monitor").read_text().split()[0])
     (dir_ / "init").unlink()
     os.kill(monitor, 9)
-    assert ocitest.eventually(lambda: shim_of(cid) is None)
+    assert ocitest.eventually(lambda: shim_of(cid, in_place=True) is None)
     assert rt.run("state", cid, check=False).returncode == 0
     p = rt.run("start", cid, check=False)
     assert p.returncode != 0

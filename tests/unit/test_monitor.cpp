@@ -21,6 +21,7 @@ extern "C" {
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -154,6 +155,52 @@ TEST_CASE("monitor: after create, the init named by the pid file is watched; no 
   CHECK(eventually([&] { return ::access((t / "cleaned2").c_str(), F_OK) == 0; }));
 }
 
+TEST_CASE("monitor: hands over at its first interval, then a successor checks at once", "[sharing][monitor]") {
+  TempDir t;
+  UniqueFd dir(::open(t.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const pid_t init = sleeper();
+  MonitorSetup m;
+  m.region = create_region();
+  m.listener = listen_region_socket(dir.get(), "s", t / "s");
+  m.watched = open_pidfd(init);
+  m.init_pid = init;
+  m.activity_table = open_activity_table(t / "activity");
+  bool cleaned = false;
+  m.cleanup = [&] { cleaned = true; };
+  m.interval_ms = 20;
+  m.hand_over_at_first_interval = true;
+  REQUIRE(run_monitor(m) == MonitorEnd::handed_over);
+  CHECK_FALSE(cleaned); // the container runs on
+  CHECK(m.listener);
+  CHECK(m.region);
+  CHECK(m.watched);
+  CHECK(m.activity_table); // back from the loop's publisher
+
+  // The successor: its first interval at once, not an hour from now. A
+  // watchdog ends the container should it not come.
+  m.hand_over_at_first_interval = false;
+  m.first_interval_at_once = true;
+  m.interval_ms = 3600 * 1000;
+  int checks = 0;
+  m.on_interval = [&] {
+    checks++;
+    ::kill(init, SIGKILL);
+  };
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 3000 && !done; i++)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ::kill(init, SIGKILL);
+  });
+  const MonitorEnd end = run_monitor(m);
+  done = true;
+  watchdog.join();
+  ::waitpid(init, nullptr, 0);
+  CHECK(end == MonitorEnd::container_ended);
+  CHECK(checks == 1);
+  CHECK(cleaned);
+}
+
 TEST_CASE("activity table: created once at its size, written by the host only", "[sharing][monitor]") {
   TempDir t;
   const std::string path = t / "activity";
@@ -177,6 +224,16 @@ TEST_CASE("activity table: created once at its size, written by the host only", 
   one.clear();
   REQUIRE(::pread(r.get(), table, sizeof table, 0) == static_cast<ssize_t>(sizeof table));
   CHECK(table[0].owner == 0);
+  // released: two's entry freed too, its descriptor for whoever publishes next
+  UniqueFd handed = two.release();
+  REQUIRE(handed);
+  CHECK_FALSE(two.publish(1, 2, 4000));
+  REQUIRE(::pread(r.get(), table, sizeof table, 0) == static_cast<ssize_t>(sizeof table));
+  CHECK(table[1].owner == 0);
+  ActivityPublisher next(std::move(handed), 33);
+  REQUIRE(next.publish(1, 2, 5000));
+  REQUIRE(::pread(r.get(), table, sizeof table, 0) == static_cast<ssize_t>(sizeof table));
+  CHECK(table[0].owner == 33); // one free entry claimed, the first
 
   t.write("wrong", "short");
   CHECK_THROWS_WITH(open_activity_table(t / "wrong"), Catch::Contains("not " + std::to_string(GS_ACTIVITY_SIZE)));

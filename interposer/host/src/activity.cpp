@@ -91,4 +91,9 @@ void ActivityPublisher::clear() {
   entries_.clear();
 }
 
+UniqueFd ActivityPublisher::release() {
+  clear();
+  return std::move(table_);
+}
+
 } // namespace gpuslice::sharing

@@ -213,7 +213,7 @@ UniqueFd listen_region_socket(int dir_fd, const std::string &name, const std::st
   return sock;
 }
 
-void run_monitor(MonitorSetup &setup) {
+MonitorEnd run_monitor(MonitorSetup &setup) {
   std::optional<ActivityPublisher> publisher;
   UniqueFd timer, interval;
   if (setup.activity_table) {
@@ -223,10 +223,12 @@ void run_monitor(MonitorSetup &setup) {
     if (timer)
       ::timerfd_settime(timer.get(), 0, &period, nullptr);
   }
-  if (setup.on_interval && setup.interval_ms > 0) {
+  if ((setup.on_interval || setup.hand_over_at_first_interval) && setup.interval_ms > 0) {
     interval.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
     const long ms = setup.interval_ms;
     itimerspec period{{ms / 1000, (ms % 1000) * 1'000'000}, {ms / 1000, (ms % 1000) * 1'000'000}};
+    if (setup.first_interval_at_once)
+      period.it_value = {0, 1};
     if (interval)
       ::timerfd_settime(interval.get(), 0, &period, nullptr);
   }
@@ -251,11 +253,6 @@ void run_monitor(MonitorSetup &setup) {
       (void)!::read(timer.get(), &ticks, sizeof ticks);
       publish_activity(*publisher, setup.region.get());
     }
-    if (interval && (fds[3].revents & POLLIN)) {
-      uint64_t ticks;
-      (void)!::read(interval.get(), &ticks, sizeof ticks);
-      setup.on_interval();
-    }
     if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
       if (watching_init || setup.pid_file.empty())
         break; // the container (or the program) ended
@@ -272,11 +269,24 @@ void run_monitor(MonitorSetup &setup) {
       if (setup.on_init)
         setup.on_init(*pid);
     }
+    if (interval && (fds[3].revents & POLLIN)) {
+      uint64_t ticks;
+      (void)!::read(interval.get(), &ticks, sizeof ticks);
+      if (setup.hand_over_at_first_interval) {
+        // Freed, not left to the next program: it would claim entries of
+        // its own beside these, locked by the same open file.
+        if (publisher)
+          setup.activity_table = publisher->release();
+        return MonitorEnd::handed_over;
+      }
+      setup.on_interval();
+    }
   }
   if (publisher)
     publisher->clear();
   if (setup.cleanup)
     setup.cleanup();
+  return MonitorEnd::container_ended;
 }
 
 void spawn_monitor(MonitorSetup setup) {
@@ -289,27 +299,19 @@ void spawn_monitor(MonitorSetup setup) {
 
 namespace {
 
-struct MonitorExec {
-  const char *path;
-  char *const *argv;
-  char *const *envp;
-  int sources[4]; // moved to kShimListenerFd, kShimRegionFd, kShimWatchedFd, kShimActivityFd; -1: none
-  int error;      // errno of the step that failed, read by the parent
-};
-
-// The child of spawn_sharing_memory: become_daemon and the descriptor moves
-// in system calls alone (no allocation), then the exec.
-int monitor_exec_child(void *arg) {
-  auto *m = static_cast<MonitorExec *>(arg);
-  auto fail = [&] {
-    m->error = errno;
-    ::_exit(127);
-  };
+// What exec_monitor's child and detach_in_place do to the calling process,
+// in system calls alone (no allocation: the child shares its parent's
+// memory): its own session, in /, umask 022, every handler back to the
+// default but SIGPIPE's (ignored; an ignored signal stays ignored across
+// exec), stdio on /dev/null, `sources` at kShimListenerFd.. (-1: that one
+// closed) without close-on-exec, every descriptor above them closed. The
+// signal mask is left alone. 0, or the errno of the step that failed.
+int detach_with_fds_at_fixed_numbers(const int (&sources)[4]) {
   ::setsid();
   if (::chdir("/") != 0)
-    fail();
+    return errno;
   ::umask(022);
-  for (int s = 1; s < NSIG; s++) // an ignored signal stays ignored across exec
+  for (int s = 1; s < NSIG; s++)
     if (s != SIGKILL && s != SIGSTOP)
       ::signal(s, s == SIGPIPE ? SIG_IGN : SIG_DFL);
   // Above every number they go to first, so that no move overwrites another
@@ -317,17 +319,17 @@ int monitor_exec_child(void *arg) {
   constexpr int kTargets[4] = {kShimListenerFd, kShimRegionFd, kShimWatchedFd, kShimActivityFd};
   int high[4];
   for (int i = 0; i < 4; i++)
-    if ((high[i] = m->sources[i] < 0 ? -1 : ::fcntl(m->sources[i], F_DUPFD_CLOEXEC, 64)) < 0 && m->sources[i] >= 0)
-      fail();
+    if ((high[i] = sources[i] < 0 ? -1 : ::fcntl(sources[i], F_DUPFD_CLOEXEC, 64)) < 0 && sources[i] >= 0)
+      return errno;
   const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null_fd < 0)
-    fail();
+    return errno;
   for (int i = 0; i < 3; i++) // null_fd itself is one of them when this process had no stdio
     if (i == null_fd ? ::fcntl(i, F_SETFD, 0) < 0 : ::dup2(null_fd, i) < 0)
-      fail();
+      return errno;
   for (int i = 0; i < 4; i++) {
     if (high[i] >= 0 && ::dup2(high[i], kTargets[i]) < 0) // dup2 clears close-on-exec on the copy
-      fail();
+      return errno;
     if (high[i] < 0)
       ::close(kTargets[i]);
   }
@@ -338,18 +340,36 @@ int monitor_exec_child(void *arg) {
     for (rlim_t fd = kShimActivityFd + 1; fd < top; fd++)
       ::close(static_cast<int>(fd));
   }
+  return 0;
+}
+
+struct MonitorExec {
+  const char *path;
+  char *const *argv;
+  char *const *envp;
+  int sources[4]; // moved to kShimListenerFd, kShimRegionFd, kShimWatchedFd, kShimActivityFd; -1: none
+  int error;      // errno of the step that failed, read by the parent
+};
+
+// The child of spawn_sharing_memory: detached, then the exec.
+int monitor_exec_child(void *arg) {
+  auto *m = static_cast<MonitorExec *>(arg);
+  if ((m->error = detach_with_fds_at_fixed_numbers(m->sources)) != 0)
+    ::_exit(127);
   ::setpriority(PRIO_PROCESS, 0, kMonitorStartNice);
   sigset_t none;
   ::sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::execve(m->path, m->argv, m->envp);
-  fail();
+  m->error = errno;
+  ::_exit(127);
   return 127;
 }
 
-} // namespace
-
-pid_t exec_monitor(MonitorSetup setup, const std::string &program, const std::vector<std::string> &args) {
+// gpuslice-shim's command line for `setup`'s descriptors at their fixed
+// numbers, then `args`.
+std::vector<std::string> monitor_argv(const MonitorSetup &setup, const std::string &program,
+                                      const std::vector<std::string> &args) {
   std::vector<std::string> argv{program, "--listener", std::to_string(kShimListenerFd), "--region",
                                 std::to_string(kShimRegionFd), "--watched", std::to_string(kShimWatchedFd)};
   if (setup.activity_table)
@@ -359,11 +379,25 @@ pid_t exec_monitor(MonitorSetup setup, const std::string &program, const std::ve
   if (setup.init_pid > 0)
     argv.insert(argv.end(), {"--init", std::to_string(setup.init_pid)});
   argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char *> c_argv;
-  for (auto &a : argv)
-    c_argv.push_back(a.data());
-  c_argv.push_back(nullptr);
-  std::string path_env = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+  return argv;
+}
+
+std::vector<char *> c_strings(std::vector<std::string> &strings) {
+  std::vector<char *> c;
+  for (auto &s : strings)
+    c.push_back(s.data());
+  c.push_back(nullptr);
+  return c;
+}
+
+constexpr const char *kMonitorPath = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+
+} // namespace
+
+pid_t exec_monitor(MonitorSetup setup, const std::string &program, const std::vector<std::string> &args) {
+  std::vector<std::string> argv = monitor_argv(setup, program, args);
+  std::vector<char *> c_argv = c_strings(argv);
+  std::string path_env = kMonitorPath;
   char *envp[] = {path_env.data(), nullptr};
   MonitorExec m{program.c_str(), c_argv.data(), envp,
                 {setup.listener.get(), setup.region.get(), setup.watched.get(), setup.activity_table.get()}, 0};
@@ -382,6 +416,35 @@ pid_t exec_monitor(MonitorSetup setup, const std::string &program, const std::ve
     throw system_error("cannot start the container's monitor " + quote(program), m.error);
   }
   return monitor;
+}
+
+void detach_in_place(MonitorSetup &setup) {
+  UniqueFd *const fds[4] = {&setup.listener, &setup.region, &setup.watched, &setup.activity_table};
+  constexpr int kTargets[4] = {kShimListenerFd, kShimRegionFd, kShimWatchedFd, kShimActivityFd};
+  const int sources[4] = {fds[0]->get(), fds[1]->get(), fds[2]->get(), fds[3]->get()};
+  if (const int error = detach_with_fds_at_fixed_numbers(sources); error != 0)
+    throw system_error("cannot detach the container's monitor", error);
+  for (int i = 0; i < 4; i++) { // the old numbers are closed (or are the new ones)
+    fds[i]->release();
+    if (sources[i] >= 0)
+      fds[i]->reset(kTargets[i]);
+  }
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+int exec_in_place(const MonitorSetup &setup, const std::string &program, const std::vector<std::string> &args) {
+  std::vector<std::string> argv = monitor_argv(setup, program, args);
+  std::vector<char *> c_argv = c_strings(argv);
+  std::string path_env = kMonitorPath;
+  char *envp[] = {path_env.data(), nullptr};
+  const int nice = ::getpriority(PRIO_PROCESS, 0);
+  ::setpriority(PRIO_PROCESS, 0, kMonitorStartNice);
+  ::execve(program.c_str(), c_argv.data(), envp);
+  const int error = errno;
+  ::setpriority(PRIO_PROCESS, 0, nice);
+  return error;
 }
 
 } // namespace gpuslice::sharing

@@ -25,4 +25,10 @@ void setup(const std::string &program, const Options &options);
 // error after an info) would then go through a null logger.
 void flush();
 
+// Flushes the default logger and lets it go, its file or socket closed;
+// later lines go nowhere. For a process that is about to close every
+// descriptor it did not name (a monitor detaching in place): a logger
+// left behind would write to a number that something else gets next.
+void close();
+
 } // namespace gpuslice::log

@@ -35,7 +35,7 @@ struct BundleEdit {
   std::vector<std::string> devices;  // what was injected
   std::vector<std::string> warnings; // spec files that failed to load (others were used)
   bool shared = false;               // GPU limits were wired in
-  std::optional<PendingMonitor> monitor{}; // with defer_monitor: to start (launch_monitor, monitor_start.hpp)
+  std::optional<PendingMonitor> monitor{}; // with defer_monitor: to start (monitor_start.hpp)
 };
 
 // Throws Error naming the device, spec or file; config.json is then untouched

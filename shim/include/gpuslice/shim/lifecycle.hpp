@@ -35,8 +35,9 @@ int create_recording_init(const std::string &runtime, const CommandLine &cl, con
 // `create` of a container with state: runc is exec'd with cl.args, and a
 // second process, which borrows this one's memory
 // (shim/src/init_recorder.cpp), waits for it to exit and then records the
-// init whose pid it wrote to `pid_file`, and starts `monitor` (a container
-// with limits: taken over) on it; the caller sees runc's own exit. Without
+// init whose pid it wrote to `pid_file`, and becomes `monitor` (a
+// container with limits: taken over; monitor_start.hpp's MonitorInPlace);
+// the caller sees runc's own exit. Without
 // a pid file naming a process started after this one (runc failed: it
 // writes the file last), the recorder removes the state dir; when the init
 // cannot be recorded or the monitor not started, it deletes the container

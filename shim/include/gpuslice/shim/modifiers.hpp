@@ -36,9 +36,10 @@ struct HostPlan {
 
 // A container's monitor made ready by commit_host (run/, the usage region
 // and its socket, the monitor's arguments) but not yet started: `create`
-// starts it once runc has made the init (launch_monitor, monitor_start.hpp),
-// so that its start-up does not compete with runc's create for the CPU and
-// it watches the init from the first moment.
+// starts it once runc has made the init (take_monitor, or launch_monitor
+// where runc runs as a child: monitor_start.hpp), so that its start-up does
+// not compete with runc's create for the CPU and it watches the init from
+// the first moment.
 struct PendingMonitor {
   sharing::MonitorSetup setup; // region, listener and activity table; nothing watched yet
   std::string program;         // gpuslice-shim

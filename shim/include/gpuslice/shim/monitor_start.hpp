@@ -43,9 +43,43 @@ PendingMonitor prepare_monitor(const state::ContainerDir &dir, const CreateConte
 void start_monitor(const state::ContainerDir &dir, const CreateContext &ctx, const std::string &pid_file);
 
 // Starts `monitor` on the init recorded in `dir` (which the caller holds
-// locked: flock, as a restart does) and records it there. Throws Error when
+// locked: flock, as a restart does) and records it there: for a create that
+// runs runc as a child (lifecycle.hpp's create_recording_init). Throws Error when
 // the init is gone or the monitor cannot be started.
 void launch_monitor(PendingMonitor monitor, const state::ContainerDir &dir);
+
+// The monitor a create's init recorder becomes (lifecycle.hpp's
+// exec_recording_init), rather than exec gpuslice-shim as launch_monitor
+// does: it runs the monitor's loop itself, in the memory the create left
+// it, until the first interval, and only then execs gpuslice-shim in its
+// place (same pid: the record stays true) to check the driver's
+// accounting, telling it which processes took the region meanwhile.
+//
+// Why: a container starts just after its create returns, and an exec of
+// gpuslice-shim then (page tables, ld.so, libc and libstdc++ set-up: ~6 ms
+// of CPU on a small VM, ~3 ms of a 2-CPU node's wall time) is paid by the
+// container's start and by the next container's create; an interval later
+// it competes with nothing, and a container that ends within the interval
+// never pays it. Until the exec, `ps` shows gpuslice-runtime's command line
+// under the name gpuslice-shim.
+struct MonitorInPlace {
+  PendingMonitor monitor;
+  state::ProcessId creator; // of the state dir, which it removes at the end
+  std::string state_dir, id;
+};
+
+// Under the lock of `dir`, where the init is recorded: watches the init and
+// records this process as the container's monitor. Throws Error.
+MonitorInPlace take_monitor(PendingMonitor monitor, const state::ContainerDir &dir, const std::string &state_dir,
+                            const std::string &id);
+
+// Once the lock is released: detaches this process (its log let go) and
+// runs the loop until the container ends, exec'ing gpuslice-shim at the
+// first interval. Returns when the container has ended and its state dir
+// is removed; a failed exec is one line in gpuslice-shim's log file (when
+// there is one), and the loop goes on without the driver's accounting, as
+// gpuslice-shim's does without NVML.
+void run_monitor_in_place(MonitorInPlace monitor);
 
 // Left in the state dir, with the reason, by a create whose init recorder
 // could not record the init or start the monitor after runc had made the

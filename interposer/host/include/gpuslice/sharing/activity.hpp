@@ -35,6 +35,9 @@ public:
   bool publish(uint64_t uuid_lo, uint64_t uuid_hi, uint64_t until);
   // Frees every entry of this container.
   void clear();
+  // clear(), then the table's descriptor, for whoever publishes next; this
+  // publisher publishes nothing more.
+  UniqueFd release();
 
 private:
   UniqueFd table_;

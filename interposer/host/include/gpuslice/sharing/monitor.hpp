@@ -45,7 +45,18 @@ struct MonitorSetup {
   std::function<void(int pid)> on_init;
   std::function<void()> on_interval;
   int interval_ms = 0;
+  // The first interval comes at once rather than interval_ms from now: for
+  // a monitor that takes over from one that ran an interval already.
+  bool first_interval_at_once = false;
+  // At the first interval (interval_ms), run_monitor returns
+  // MonitorEnd::handed_over instead of calling on_interval: every
+  // descriptor back in this setup, the activity entries freed, no cleanup
+  // run. For a process that runs the loop in place of the monitor's
+  // program and then execs it (exec_in_place).
+  bool hand_over_at_first_interval = false;
 };
+
+enum class MonitorEnd { container_ended, handed_over };
 
 // A pidfd for `pid` (pidfd_open); throws Error.
 UniqueFd open_pidfd(int pid);
@@ -80,7 +91,24 @@ inline constexpr int kShimListenerFd = 3, kShimRegionFd = 4, kShimWatchedFd = 5,
 inline constexpr int kMonitorStartNice = 19;
 pid_t exec_monitor(MonitorSetup setup, const std::string &program, const std::vector<std::string> &args);
 
-// The monitor's loop, in the calling process; returns when it is done.
-void run_monitor(MonitorSetup &setup);
+// The monitor's loop, in the calling process; returns when the container
+// ended (setup.cleanup run), or at the hand-over.
+MonitorEnd run_monitor(MonitorSetup &setup);
+
+// For a process that becomes the monitor itself (gpuslice-runtime's init
+// recorder, shim/monitor_start.hpp): detaches it as exec_monitor's child
+// is (its own session, stdio on /dev/null, no handler or mask inherited,
+// SIGPIPE ignored, nothing open but setup's descriptors), with those at
+// kShimListenerFd... from now on, so that exec_in_place has none to move
+// and a failed exec leaves the loop whole. Anything else this process had
+// open is closed: whatever holds such a descriptor (a log) must be let go
+// first. Throws Error.
+void detach_in_place(MonitorSetup &setup);
+
+// Execs `program` in this process, detached by detach_in_place, with the
+// arguments exec_monitor gives it and an environment of PATH alone, at
+// kMonitorStartNice. Returns only when the exec failed: its errno, the
+// process as it was.
+int exec_in_place(const MonitorSetup &setup, const std::string &program, const std::vector<std::string> &args);
 
 } // namespace gpuslice::sharing

@@ -213,6 +213,8 @@ MonitorInPlace take_monitor(PendingMonitor monitor, const state::ContainerDir &d
   const auto creator = state::parse_process_id(arg_after(monitor.args, "--creator"));
   if (!creator)
     throw Error("no creator is recorded in " + quote(dir.path));
+  // Named before it is recorded: whoever finds the record finds the name.
+  ::prctl(PR_SET_NAME, "gpuslice-shim", 0, 0, 0);
   state::write_process_record(dir.fd.get(), state::kMonitorRecord, *self, dir.path);
   return {std::move(monitor), *creator, state_dir, id};
 }
@@ -254,7 +256,6 @@ void run_monitor_in_place(MonitorInPlace in_place) {
   sharing::MonitorSetup &setup = m.setup;
   log::close();
   sharing::detach_in_place(setup);
-  ::prctl(PR_SET_NAME, "gpuslice-shim", 0, 0, 0);
   std::set<int> connected;
   setup.on_connect = [&connected](int pid) { connected.insert(pid); };
   setup.cleanup = [&in_place] {

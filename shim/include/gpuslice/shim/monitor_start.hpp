@@ -68,8 +68,9 @@ struct MonitorInPlace {
   std::string state_dir, id;
 };
 
-// Under the lock of `dir`, where the init is recorded: watches the init and
-// records this process as the container's monitor. Throws Error.
+// Under the lock of `dir`, where the init is recorded: watches the init,
+// takes the name gpuslice-shim (comm) and records this process as the
+// container's monitor. Throws Error.
 MonitorInPlace take_monitor(PendingMonitor monitor, const state::ContainerDir &dir, const std::string &state_dir,
                             const std::string &id);
 

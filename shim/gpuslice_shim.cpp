@@ -16,10 +16,12 @@
 //                  --tolerance BYTES --nvml LIBRARY [--log-file PATH] [--pod NS/NAME]]
 //                 [--connected PID,...]
 // (BYTES a plain number: no size parsing here, which would pull locale and
-// libm code into every monitor.) --connected: exec'd by a monitor that ran
+// libm code into every monitor.) --connected: the pids that took the region
+// before this process served it (not bypasses), from the monitor that ran
 // in place until its first interval (gpuslice-runtime's init recorder,
-// shim/monitor_start.hpp), in the same process: the pids that took the
-// region meanwhile (not bypasses), and the first check comes at once.
+// shim/monitor_start.hpp, which execs this in the same process) or, at a
+// restart, the processes that map the region; the first check comes at
+// once.
 //
 //   gpuslice-shim --query-gpus [--nvml LIBRARY]
 // prints "UUID MEMORY-BYTES" per GPU, from NVML, for gpuslice-runtime's

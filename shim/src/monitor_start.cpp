@@ -223,8 +223,8 @@ namespace {
 
 // gpuslice-shim's --connected: those of `pids` still running. Bounded:
 // one argument has at most 128 KiB; a container with more processes than
-// fit that connected within one interval has the rest reported as
-// bypasses, once each, rather than a monitor that cannot exec.
+// fit that took the region before gpuslice-shim started has the rest
+// reported as bypasses, once each, rather than a monitor that cannot exec.
 std::string still_running(const std::set<int> &pids) {
   constexpr std::size_t kMaxText = 64 * 1024;
   std::string text;
@@ -333,6 +333,12 @@ std::optional<std::string> restart_monitor_if_gone(const Config &config, const s
       if (const auto cgroup = monitor::cgroup_of(init->pid))
         pids = monitor::cgroup_processes(*cgroup);
       monitor.region = sharing::recover_region(pids, *region_id);
+      // Those that took it from the one that is gone are not bypasses.
+      if (monitor.region) {
+        const auto mapping = sharing::processes_mapping(pids, *region_id);
+        pending.args.insert(pending.args.end(),
+                            {"--connected", still_running(std::set<int>(mapping.begin(), mapping.end()))});
+      }
     }
     if (!monitor.region) {
       monitor.region = sharing::create_region();

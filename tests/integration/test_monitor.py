@@ -334,6 +334,9 @@ def test_a_killed_monitor_is_started_again_on_the_same_region(sharing_runtime, t
     assert (f"gpuslice-shim of container {cid} was gone (pid {old}): started another (pid {new}) "
             "on the same usage region") in runtime_log, runtime_log
     assert wait_for(lambda: used() == 200 << 20), text(path)
+    # the holder took the region from the old one: not a bypass
+    status = json.loads(text(path))
+    assert status["nvml"] and status["bypasses"] == 0 and "bypass" not in text(log), text(path) + text(log)
     rt.run("state", cid)  # alive: nothing more
     assert monitor_of(state, cid) == new and runtime_log.count("was gone") == 1
     go.touch()

@@ -170,9 +170,12 @@ TEST_CASE("recover_region takes back only the mapping whose inode is the region'
   CHECK_FALSE(recover_region(self, RegionId{id.dev, id.ino + 1000000}));
   CHECK_FALSE(recover_region({}, id));
   CHECK_FALSE(recover_region({999999999}, id)); // no such process
+  CHECK(processes_mapping({999999999, self[0]}, id) == self);
+  CHECK(processes_mapping(self, RegionId{id.dev, id.ino + 1000000}).empty());
 
   ::munmap(region_map, GS_REGION_SIZE);
   CHECK_FALSE(recover_region(self, id)); // held only as a descriptor: not mapped, not found
+  CHECK(processes_mapping(self, id).empty());
   ::munmap(decoy_map, GS_REGION_SIZE);
 }
 

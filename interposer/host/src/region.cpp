@@ -175,36 +175,53 @@ std::optional<RegionId> parse_region_id(std::string_view text) {
   return id;
 }
 
-UniqueFd recover_region(const std::vector<int> &pids, const RegionId &id) {
-  for (int pid : pids) {
-    const std::string dir = "/proc/" + std::to_string(pid) + "/map_files";
-    UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!dir_fd)
+namespace {
+
+// The region `id` as `pid` maps it, opened (its /proc/PID/map_files entry),
+// or empty.
+UniqueFd open_mapped_region(int pid, const RegionId &id) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/map_files";
+  UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd)
+    return UniqueFd();
+  DIR *d = ::fdopendir(::dup(dir_fd.get()));
+  if (!d)
+    return UniqueFd();
+  UniqueFd found;
+  while (const dirent *e = ::readdir(d)) {
+    if (e->d_name[0] == '.')
       continue;
-    DIR *d = ::fdopendir(::dup(dir_fd.get()));
-    if (!d)
+    // stat follows the entry to the mapped file: its inode, no opening
+    struct stat st {};
+    if (::fstatat(dir_fd.get(), e->d_name, &st, 0) != 0 || static_cast<uint64_t>(st.st_dev) != id.dev ||
+        static_cast<uint64_t>(st.st_ino) != id.ino)
       continue;
-    UniqueFd found;
-    while (const dirent *e = ::readdir(d)) {
-      if (e->d_name[0] == '.')
-        continue;
-      // stat follows the entry to the mapped file: its inode, no opening
-      struct stat st {};
-      if (::fstatat(dir_fd.get(), e->d_name, &st, 0) != 0 || static_cast<uint64_t>(st.st_dev) != id.dev ||
-          static_cast<uint64_t>(st.st_ino) != id.ino)
-        continue;
-      found.reset(::openat(dir_fd.get(), e->d_name, O_RDWR | O_CLOEXEC));
-      // the same inode, checked again on what was opened (the mapping may
-      // have changed in between)
-      if (found && region_id(found.get()) == id)
-        break;
-      found.reset();
-    }
-    ::closedir(d);
-    if (found)
-      return found;
+    found.reset(::openat(dir_fd.get(), e->d_name, O_RDWR | O_CLOEXEC));
+    // the same inode, checked again on what was opened (the mapping may
+    // have changed in between)
+    if (found && region_id(found.get()) == id)
+      break;
+    found.reset();
   }
+  ::closedir(d);
+  return found;
+}
+
+} // namespace
+
+UniqueFd recover_region(const std::vector<int> &pids, const RegionId &id) {
+  for (int pid : pids)
+    if (UniqueFd found = open_mapped_region(pid, id))
+      return found;
   return UniqueFd();
+}
+
+std::vector<int> processes_mapping(const std::vector<int> &pids, const RegionId &id) {
+  std::vector<int> mapping;
+  for (int pid : pids)
+    if (open_mapped_region(pid, id))
+      mapping.push_back(pid);
+  return mapping;
 }
 
 std::string uuid_text(const std::array<uint8_t, 16> &uuid) {

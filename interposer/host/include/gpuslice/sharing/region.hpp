@@ -39,6 +39,9 @@ std::optional<RegionId> parse_region_id(std::string_view text);
 // a mapping whose inode is `id` is opened, so nothing a process maps in
 // its place is taken for the region. Empty when none maps it.
 UniqueFd recover_region(const std::vector<int> &pids, const RegionId &id);
+// Those of `pids` that map the region `id`: the processes that took it
+// from a monitor that is gone (gpuslice-shim's --connected).
+std::vector<int> processes_mapping(const std::vector<int> &pids, const RegionId &id);
 
 struct DeviceUsage {
   std::array<uint8_t, 16> uuid{};

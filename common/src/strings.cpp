@@ -83,6 +83,15 @@ std::string join(const std::vector<std::string> &items, std::string_view separat
   return out;
 }
 
+std::vector<char *> c_strings(const std::vector<std::string> &strings) {
+  std::vector<char *> out;
+  out.reserve(strings.size() + 1);
+  for (const auto &s : strings)
+    out.push_back(const_cast<char *>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
 std::string trim_space(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
     text.remove_prefix(1);

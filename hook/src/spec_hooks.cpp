@@ -2,6 +2,7 @@
 
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fd.hpp"
+#include "gpuslice/common/strings.hpp"
 #include "gpuslice/hook/child.hpp"
 
 #include <fcntl.h>
@@ -13,14 +14,6 @@ namespace gpuslice::hook {
 
 namespace {
 
-std::vector<char *> c_strings(std::vector<std::string> &strings) {
-  std::vector<char *> out;
-  for (auto &s : strings)
-    out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
-
 void run_one(const HookToRun &hook, const std::string &state_json) {
   int in[2], err[2];
   if (::pipe2(in, O_CLOEXEC) != 0)
@@ -30,8 +23,7 @@ void run_one(const HookToRun &hook, const std::string &state_json) {
     throw system_error("cannot make a pipe");
   UniqueFd err_read(err[0]), err_write(err[1]);
   std::vector<std::string> args = hook.args.empty() ? std::vector<std::string>{hook.path} : hook.args;
-  std::vector<std::string> env = hook.env;
-  auto argv = c_strings(args), envp = c_strings(env);
+  auto argv = c_strings(args), envp = c_strings(hook.env);
   const pid_t child = ::fork();
   if (child < 0)
     throw system_error("cannot fork");

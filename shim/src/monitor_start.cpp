@@ -115,6 +115,9 @@ PendingMonitor prepare_monitor(const state::ContainerDir &dir, const CreateConte
   // against the driver's accounting meanwhile.
   const uint64_t tolerance =
       with_context("monitor.memory-tolerance", [&] { return sharing::parse_size(c.monitor_memory_tolerance); });
+  // The interval is gpuslice-shim's (--interval-ms) and, until then, the
+  // init recorder's that monitors in its place (run_monitor_in_place).
+  monitor.setup.interval_ms = c.monitor_interval_ms;
   monitor.args = {"--state-dir", fs::clean_path(c.state_dir), "--id", ctx.container_id, "--creator",
                   state::to_text(*creator),
                   "--limits", dir.path + "/limits", "--interval-ms", std::to_string(c.monitor_interval_ms),
@@ -154,15 +157,18 @@ void watch_init(sharing::MonitorSetup &monitor, const state::ProcessId &init) {
 // still its creator's (gpuslice-shim --creator): the creator recorded when
 // the monitor starts, not when its arguments were saved, since a create
 // that execs runc hands the creation over to its init recorder in between.
-void pass_creator(std::vector<std::string> &args, int dir_fd) {
-  const auto creator = state::read_process_record(dir_fd, state::kCreatorRecord);
-  if (!creator)
-    return; // as saved (a dir an older gpuslice wrote without the record)
+// Returns the creator `args` now name.
+std::optional<state::ProcessId> pass_creator(std::vector<std::string> &args, int dir_fd) {
   auto flag = std::find(args.begin(), args.end(), "--creator");
-  if (flag == args.end() || std::next(flag) == args.end())
-    args.insert(args.end(), {"--creator", state::to_text(*creator)});
-  else
+  const bool named = flag != args.end() && std::next(flag) != args.end();
+  const auto creator = state::read_process_record(dir_fd, state::kCreatorRecord);
+  if (!creator) // as saved (a dir an older gpuslice wrote without the record)
+    return named ? state::parse_process_id(*std::next(flag)) : std::nullopt;
+  if (named)
     *std::next(flag) = state::to_text(*creator);
+  else
+    args.insert(args.end(), {"--creator", state::to_text(*creator)});
+  return creator;
 }
 
 // Starts it and records it in the container dir `dir_fd` (`path`).
@@ -207,10 +213,9 @@ MonitorInPlace take_monitor(PendingMonitor monitor, const state::ContainerDir &d
   if (!self)
     throw Error("cannot read this process's start time from /proc");
   watch_init(monitor.setup, *init);
-  pass_creator(monitor.args, dir.fd.get());
   // The dir it removes at the end is its creator's, as gpuslice-shim's
   // --creator says.
-  const auto creator = state::parse_process_id(arg_after(monitor.args, "--creator"));
+  const auto creator = pass_creator(monitor.args, dir.fd.get());
   if (!creator)
     throw Error("no creator is recorded in " + quote(dir.path));
   // Named before it is recorded: whoever finds the record finds the name.
@@ -265,11 +270,6 @@ void run_monitor_in_place(MonitorInPlace in_place) {
       // the next create, or the delete that follows, removes it
     }
   };
-  try {
-    setup.interval_ms = std::stoi(arg_after(m.args, "--interval-ms"));
-  } catch (const std::exception &) {
-    setup.interval_ms = 0; // never: then gpuslice-shim would not check either
-  }
   setup.hand_over_at_first_interval = true;
   while (sharing::run_monitor(setup) == sharing::MonitorEnd::handed_over) {
     std::vector<std::string> args = m.args;

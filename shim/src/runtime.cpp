@@ -72,12 +72,8 @@ std::string find_runtime(const Config &config) {
 }
 
 std::vector<char *> argv_of(const std::string &runtime, const std::vector<std::string> &args) {
-  std::vector<char *> argv;
-  argv.reserve(args.size() + 2);
-  argv.push_back(const_cast<char *>(runtime.c_str()));
-  for (const auto &a : args)
-    argv.push_back(const_cast<char *>(a.c_str()));
-  argv.push_back(nullptr);
+  std::vector<char *> argv = c_strings(args);
+  argv.insert(argv.begin(), const_cast<char *>(runtime.c_str()));
   return argv;
 }
 

@@ -199,6 +199,16 @@ TEST_CASE("split keeps or skips empty parts", "[common]") {
   CHECK(split("/usr/bin::/bin", ':', EmptyParts::skip) == V{"/usr/bin", "/bin"});
 }
 
+TEST_CASE("c_strings points at each string in order, then ends in nullptr", "[common]") {
+  const std::vector<std::string> strings{"/usr/sbin/runc", "", "state"};
+  const auto c = c_strings(strings);
+  REQUIRE(c.size() == 4);
+  for (std::size_t i = 0; i < strings.size(); ++i)
+    CHECK(c[i] == strings[i].c_str()); // the strings themselves, not copies
+  CHECK(c[3] == nullptr);
+  CHECK(c_strings({}) == std::vector<char *>{nullptr});
+}
+
 TEST_CASE("trim_space takes white space off both ends only", "[common]") {
   CHECK(trim_space(" \t a b \r\n") == "a b");
   CHECK(trim_space("  \n").empty());

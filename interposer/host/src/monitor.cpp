@@ -3,6 +3,7 @@
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/spawn.hpp"
+#include "gpuslice/common/strings.hpp"
 #include "gpuslice/sharing/activity.hpp"
 #include "gpuslice/sharing/region.hpp"
 
@@ -382,24 +383,17 @@ std::vector<std::string> monitor_argv(const MonitorSetup &setup, const std::stri
   return argv;
 }
 
-std::vector<char *> c_strings(std::vector<std::string> &strings) {
-  std::vector<char *> c;
-  for (auto &s : strings)
-    c.push_back(s.data());
-  c.push_back(nullptr);
-  return c;
-}
-
-constexpr const char *kMonitorPath = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+// The monitor's whole environment: nothing of the caller's (containerd's,
+// or a person's shell) reaches a process that runs as root for the
+// container's life.
+char *const kMonitorEnv[] = {const_cast<char *>("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), nullptr};
 
 } // namespace
 
 pid_t exec_monitor(MonitorSetup setup, const std::string &program, const std::vector<std::string> &args) {
   std::vector<std::string> argv = monitor_argv(setup, program, args);
   std::vector<char *> c_argv = c_strings(argv);
-  std::string path_env = kMonitorPath;
-  char *envp[] = {path_env.data(), nullptr};
-  MonitorExec m{program.c_str(), c_argv.data(), envp,
+  MonitorExec m{program.c_str(), c_argv.data(), kMonitorEnv,
                 {setup.listener.get(), setup.region.get(), setup.watched.get(), setup.activity_table.get()}, 0};
   // Not a double fork: it would copy this process twice (gpuslice-runtime
   // is large), and buys nothing here, as a process that exits leaves its
@@ -437,11 +431,9 @@ void detach_in_place(MonitorSetup &setup) {
 int exec_in_place(const MonitorSetup &setup, const std::string &program, const std::vector<std::string> &args) {
   std::vector<std::string> argv = monitor_argv(setup, program, args);
   std::vector<char *> c_argv = c_strings(argv);
-  std::string path_env = kMonitorPath;
-  char *envp[] = {path_env.data(), nullptr};
   const int nice = ::getpriority(PRIO_PROCESS, 0);
   ::setpriority(PRIO_PROCESS, 0, kMonitorStartNice);
-  ::execve(program.c_str(), c_argv.data(), envp);
+  ::execve(program.c_str(), c_argv.data(), kMonitorEnv);
   const int error = errno;
   ::setpriority(PRIO_PROCESS, 0, nice);
   return error;

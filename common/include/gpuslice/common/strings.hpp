@@ -42,4 +42,8 @@ std::string trim_space(std::string_view text);
 // The items with `separator` between them.
 std::string join(const std::vector<std::string> &items, std::string_view separator);
 
+// The argv or envp an exec takes: pointers to `strings` (which must outlive
+// it), then nullptr. The exec functions' char *const[] never writes to them.
+std::vector<char *> c_strings(const std::vector<std::string> &strings);
+
 } // namespace gpuslice

@@ -36,6 +36,13 @@ Three scenarios:
            fake NVML (tests/fakes) stands for the node's, as the monitor's
            and admission's NVML
 
+Before the runtime: in each scenario the wrapper also creates through a
+config whose low-level runtime is exec_floor, which stamps the moment it
+starts (GPUSLICE_FLOOR_STAMP) and execs runc; exec_floor as the runtime
+itself is the baseline. The difference of the two is the time gpuslice
+spends on the create's critical path before runc runs: a figure that
+runc's own swings (several ms a create on a busy VM) do not reach.
+
 A node that is not empty: --node-containers N runs every cycle beside N
 GPU containers (2 devices each, no limits, `sleep`) started through the
 wrapper beforehand, whose state dirs a create may look at; --node-spec puts
@@ -104,6 +111,26 @@ def cycle(rt: ocitest.Runtime, bundle: ocitest.Bundle, cid: str, config: bytes, 
     if phases is not None:
         phases.append([s * 1000.0 for s in took])
     return sum(took) * 1000.0
+
+
+def before_runtime(rt: ocitest.Runtime, bundle: ocitest.Bundle, cid: str, config: bytes, stamp: Path) -> float:
+    """ms from spawning `rt create` to the start of the low-level runtime,
+    which exec_floor stamps in `stamp`; then the container's start, wait
+    and delete, untimed."""
+    bundle.config_path.write_bytes(config)
+    stamp.unlink(missing_ok=True)
+    pid_file = bundle.path / "pid"
+    t = time.monotonic_ns()  # CLOCK_MONOTONIC, as exec_floor's stamp
+    rt.create(bundle, cid, out=bundle.path / "out", pid_file=pid_file)
+    try:
+        started = int(stamp.read_text())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"{rt.name}: exec_floor left no stamp in {stamp}: {e}")
+    pid = int(pid_file.read_text())
+    rt.start(cid)
+    ocitest.wait_pid(pid, 30)
+    rt.delete(cid)
+    return (started - t) / 1e6
 
 
 NODE_PREFIX = "bench-node-"
@@ -278,6 +305,18 @@ def main() -> int:
                                   lowlevel=plain)
         floored = ocitest.Runtime("floor", [floor], root, env=dict(os.environ, GPUSLICE_FLOOR_RUNTIME=lowlevel),
                                   lowlevel=plain)
+        # Before the runtime: the wrapper with exec_floor as its runtime, and
+        # exec_floor alone, each stamping when runc starts.
+        stamp = tmp / "runtime-started"
+        stamp_env = dict(os.environ, GPUSLICE_FLOOR_RUNTIME=lowlevel, GPUSLICE_FLOOR_STAMP=str(stamp))
+        conf_stamped = tmp / "gpuslice-stamped.toml"
+        conf_stamped.write_text(conf.read_text().replace(f'runtimes = ["{lowlevel}"]', f'runtimes = ["{floor}"]'))
+        stamped = {"wrapper": ocitest.Runtime("wrapper", [wrapper], root,
+                                              env=dict(stamp_env, GPUSLICE_CONFIG=str(conf_stamped)), lowlevel=plain),
+                   "floor": ocitest.Runtime("floor", [floor], root, env=stamp_env, lowlevel=plain)}
+        if a.compare:
+            stamped["compare"] = ocitest.Runtime("compare", [os.path.abspath(a.compare)], root,
+                                                 env=stamped["wrapper"].env, lowlevel=plain)
 
         scenarios = ["none", "devices", "limits"] if a.scenario == "all" else [a.scenario]
         print(f"# {shlex.join([sys.executable, *sys.argv])}")
@@ -349,6 +388,20 @@ def main() -> int:
                     medians = [statistics.median(ph[k] for ph in phases[name]) for k in range(len(PHASES))]
                     print(f"{sc:8s} {name:7s} phases " +
                           "  ".join(f"{ph} {m:6.2f}" for ph, m in zip(PHASES, medians)) + " ms (medians)")
+            before = {name: [] for name in stamped}
+            for i in range(a.warmup + a.iterations):
+                order = list(stamped)
+                shuffle(order)
+                for k, name in enumerate(order):
+                    ms = before_runtime(stamped[name], slots[k], f"bench-{sc}-before-{i}-{k}",
+                                        configs[name], stamp)
+                    if i >= a.warmup:
+                        before[name].append(ms)
+            for name in (n for n in stamped if n != "floor"):
+                own = statistics.median(x - y for x, y in zip(before[name], before["floor"]))
+                print(f"{sc:8s} {name:7s} before the runtime {statistics.median(before[name]):.2f} ms, floor "
+                      f"{statistics.median(before['floor']):.2f} ms (spawn to runc's start, medians): gpuslice's "
+                      f"own {own:+.2f} ms (paired median)")
             left = [c for c in plain.list_ids() if not c.startswith(NODE_PREFIX)]
             if left:
                 raise SystemExit(f"containers left behind: {left}")

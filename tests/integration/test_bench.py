@@ -1,0 +1,67 @@
+"""The benchmarks under bench/ that start containers run to their end and
+print every figure README's table quotes. Nothing here is timed or held
+to a target (the targets are for the bench's own runs): a bench that no
+longer runs, leaves something behind, or drops a figure, fails. Each runs
+with the fewest iterations that still exercise every path it measures.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from pathlib import Path
+
+import pytest
+
+from conftest import gpuslice_path
+
+pytestmark = pytest.mark.gpuslice
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+NUMBER = r"[-+]?\d+\.\d+"
+
+
+def run_bench(script: str, wrapper: str, tmp: Path, *args: str) -> str:
+    """The bench's output; its temp files under `tmp`, which it must leave empty."""
+    tmp.mkdir()
+    p = subprocess.run([sys.executable, str(BENCH / script), "--wrapper", wrapper, *args],
+                       env=dict(os.environ, TMPDIR=str(tmp)), capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, f"{script} exited {p.returncode}:\n{p.stdout}\n{p.stderr}"
+    assert not list(tmp.iterdir()), f"{script} left {list(tmp.iterdir())}"
+    assert str(tmp) not in Path("/proc/mounts").read_text(), f"{script} left a mount under {tmp}"
+    return p.stdout
+
+
+def test_bench_start_prints_every_figure_of_each_scenario(request, test_tmp):
+    out = run_bench("start/bench_start.py", gpuslice_path(request.config), test_tmp / "tmp",
+                    "-n", "2", "--warmup", "1", "--phases", "--go-maxprocs", "1")
+    for sc, target in (("none", "1.03"), ("devices", "1.05"), ("limits", "1.10")):
+        assert re.search(rf"^{sc} +wrapper ratio {NUMBER} \(added {NUMBER} ms per cycle, paired median {NUMBER} ms\)"
+                         rf"  target <= {target}: (ok|MISSED)$", out, re.M), out
+        assert re.search(rf"^{sc} +floor +ratio {NUMBER} ", out, re.M), out
+        for runner in ("plain", "wrapper", "floor"):
+            assert re.search(rf"^{sc} +{runner} +phases create +{NUMBER} +start +{NUMBER} +wait +{NUMBER} "
+                             rf"+delete +{NUMBER} ms", out, re.M), out
+        before = re.search(rf"^{sc} +wrapper before the runtime ({NUMBER}) ms, floor ({NUMBER}) ms .*: gpuslice's own "
+                           rf"({NUMBER}) ms \(paired median\)$", out, re.M)
+        assert before, out
+        # Both are times from a spawn to a later exec: never zero or less.
+        assert float(before.group(1)) > 0 and float(before.group(2)) > 0, before.group(0)
+
+
+def test_bench_shims_prints_the_monitors_memory(request, test_tmp):
+    out = run_bench("shim/bench_shims.py", gpuslice_path(request.config), test_tmp / "tmp",
+                    "-n", "2", "--window", "1")
+    for kind, count in (("sleep", 1), ("fixed", 2), ("burst", 2)):
+        assert re.search(rf"^{kind} +{count} processes +RSS median +\d+ KiB", out, re.M), out
+    assert re.search(r"^RSS of a monitor / RSS of sleep: \d+\.\d+; worst \d+ KiB, target <= 2048 KiB: (ok|MISSED)$",
+                     out, re.M), out
+
+
+def test_bench_breach_prints_the_delay_to_the_kill(request, test_tmp):
+    out = run_bench("shim/bench_breach.py", gpuslice_path(request.config), test_tmp / "tmp",
+                    "--rounds", "1", "--intervals", "100ms")
+    assert re.search(rf"^ +100ms: breach to kill median +{NUMBER} ms, min +{NUMBER}, max +{NUMBER} +\(1 rounds\)$",
+                     out, re.M), out

@@ -405,9 +405,17 @@ def main() -> int:
             left = [c for c in plain.list_ids() if not c.startswith(NODE_PREFIX)]
             if left:
                 raise SystemExit(f"containers left behind: {left}")
+            # A limited container's dir is its monitor's to remove, as the
+            # init ends, while the delete runs: given a moment on a busy
+            # machine, not left behind.
             containers = tmp / "state" / "containers"
-            leftover = [p for p in containers.glob("*") if not p.name.startswith(NODE_PREFIX)] \
-                if containers.exists() else []
+            deadline = time.monotonic() + 5
+            while True:
+                leftover = [p for p in containers.glob("*") if not p.name.startswith(NODE_PREFIX)] \
+                    if containers.exists() else []
+                if not leftover or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
             if leftover:
                 raise SystemExit(f"state left behind: {leftover}")
         for i in range(a.node_containers):

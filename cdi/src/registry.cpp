@@ -212,10 +212,13 @@ void Registry::load(const std::set<std::string> *kinds) {
     }
   };
   // Parsing dominates a node-sized load (hundreds of specs); spread it over
-  // the cores. A container start reads a handful of specs: no threads then.
+  // the cores. A container start reads a handful of specs: no threads then,
+  // nor a read of /sys for the number of CPUs.
   constexpr std::size_t kFilesPerThread = 64;
   const std::size_t threads =
-      std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), slots.size() / kFilesPerThread);
+      slots.size() < 2 * kFilesPerThread
+          ? 1
+          : std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), slots.size() / kFilesPerThread);
   if (threads <= 1) {
     for (auto &slot : slots)
       load_slot(slot);

@@ -179,7 +179,13 @@ def test_a_create_that_may_ask_for_a_device_is_the_full_programs(gpuslice_runtim
 def test_containers_with_state_or_a_monitor_are_left_to_the_full_program(gpuslice_runtime, fresh_record, bundle,
                                                                          fake_gpu, cid, gpuslice_state_dir, test_tmp):
     rt, log = gpuslice_runtime, test_tmp / "strace.log"
-    state_dir, pid = created_with_a_device(rt, bundle, fake_gpu, cid, "sleep 2", gpuslice_state_dir)
+    # It runs until the test lets it end (a file in the fake driver's
+    # directory, bound into it): the delete below must find it running,
+    # however long the straced calls before it take on a busy machine.
+    release = fake_gpu.host_dir / "release"
+    state_dir, pid = created_with_a_device(
+        rt, bundle, fake_gpu, cid, f"while [ ! -e {fake_gpu.MOUNT_DEST}/release ]; do sleep 0.05; done",
+        gpuslice_state_dir)
     assert state_dir.is_dir()
     assert fresh_record.exists()
     # devices without limits: no monitor to start again
@@ -202,6 +208,7 @@ def test_containers_with_state_or_a_monitor_are_left_to_the_full_program(gpuslic
     taken, p = path_taken(rt, log, "delete", cid)
     assert (taken, p.returncode) == ("full", 1), p.stderr  # runc: it is running
     (state_dir / "limits").unlink()
+    release.touch()
     assert ocitest.wait_pid(pid, 30) == 0
     assert_took("fast", rt, log, "delete", cid)  # the init has ended: the dir goes first
     assert not state_dir.exists()

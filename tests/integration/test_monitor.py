@@ -115,8 +115,11 @@ def start(rt, test_tmp, spec_template, rootfs, cid, script):
 def test_kill_a_process_past_the_limit_that_bypasses_the_interposer(sharing_runtime, test_tmp, spec_template,
                                                                     bypass_rootfs, driver_accounting, cid):
     rt, state, log = monitored(sharing_runtime, test_tmp, "kill")
+    # The container stays until the status is read (the monitor removes the
+    # state dir, status file and all, once the container has ended).
     bundle, init = start(rt, test_tmp, spec_template, bypass_rootfs, cid,
-                         "/bin/bypass_static 300 30; echo bypass-exit $?; sleep 2")
+                         "/bin/bypass_static 300 30; echo bypass-exit $?; "
+                         f"while [ ! -e {DRIVER_DIR}/go ]; do sleep 0.05; done")
     line = wait_for(lambda: [l for l in text(log).splitlines() if "killed pid" in l])
     assert line, text(log)
     assert f"container {cid} (pod team-a/trainer-0)" in line[0], line
@@ -124,6 +127,7 @@ def test_kill_a_process_past_the_limit_that_bypasses_the_interposer(sharing_runt
     assert "without the interposer" in text(log) and "a bypass" in text(log), text(log)
     status = status_when(state, cid, "killed")
     assert status["killed"] == 1 and status["bypasses"] == 1 and status["breaches"] >= 1, status
+    (DRIVER_DIR / "go").touch()
     assert ocitest.wait_pid(init, 30) == 0
     out = (bundle.path / f"{cid}.out").read_text()
     assert "bypass-exit 137" in out, out  # SIGKILL

@@ -332,13 +332,13 @@ std::optional<std::string> restart_monitor_if_gone(const Config &config, const s
       std::vector<int> pids{init->pid};
       if (const auto cgroup = monitor::cgroup_of(init->pid))
         pids = monitor::cgroup_processes(*cgroup);
-      monitor.region = sharing::recover_region(pids, *region_id);
-      // Those that took it from the one that is gone are not bypasses.
-      if (monitor.region) {
-        const auto mapping = sharing::processes_mapping(pids, *region_id);
+      // Those that took it from the one that is gone: one walk of their
+      // mappings, then the region opened from the first of them.
+      const auto mapping = sharing::processes_mapping(pids, *region_id);
+      monitor.region = sharing::recover_region(mapping, *region_id);
+      if (monitor.region) // they are not bypasses
         pending.args.insert(pending.args.end(),
                             {"--connected", still_running(std::set<int>(mapping.begin(), mapping.end()))});
-      }
     }
     if (!monitor.region) {
       monitor.region = sharing::create_region();

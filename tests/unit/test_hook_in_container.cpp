@@ -1,9 +1,12 @@
 // Mounting into a container's namespace against a hostile image
 // (hook/in_container.hpp): a directory on the way to the mount point is
 // swapped for a link to a host directory, absolute or climbing with "..",
-// by a racing thread, hundreds of times while the hook mounts. Whatever the
+// by a racing process, hundreds of times while the hook mounts. Whatever the
 // interleaving, nothing is made or mounted outside the container's root:
-// the mount lands inside the root or fails.
+// the mount lands inside the root or fails. The racer is a process, as a
+// hostile container's is: a thread would make the hook's fork the fork of a
+// threaded process, whose child can inherit a lock the thread held (the
+// sanitizer build hung so once in CI).
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/hook/in_container.hpp"
@@ -16,24 +19,52 @@
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <sys/mount.h>
 #include <sys/sysmacros.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 using namespace gpuslice;
 using namespace gpuslice::hook;
 using gpuslice::testing::NamespaceHolder;
 using gpuslice::testing::TempDir;
 
+namespace {
+
+// Exchanges two names again and again until destroyed.
+class Swapper {
+public:
+  Swapper(const std::string &a, const std::string &b) {
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent)
+        ::_exit(1);
+      for (;;)
+        ::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE);
+    }
+  }
+  Swapper(const Swapper &) = delete;
+  Swapper &operator=(const Swapper &) = delete;
+  ~Swapper() {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+
+private:
+  pid_t pid_ = -1;
+};
+
+} // namespace
 
 TEST_CASE("hook in container: a racing link never takes a mount out of the root", "[hook][root]") {
   TempDir t;
@@ -56,23 +87,17 @@ TEST_CASE("hook in container: a racing link never takes a mount out of the root"
   for (const std::string &target : {absolute_link, climbing_link}) {
     std::filesystem::remove(rootfs + "/usr/lib.swap");
     std::filesystem::create_directory_symlink(target, rootfs + "/usr/lib.swap");
-    std::atomic<bool> stop{false};
-    // No allocation in the racer: the hook forks while it runs.
-    const std::string lib = rootfs + "/usr/lib", swap = rootfs + "/usr/lib.swap";
-    std::thread racer([&] {
-      while (!stop)
-        ::renameat2(AT_FDCWD, lib.c_str(), AT_FDCWD, swap.c_str(), RENAME_EXCHANGE);
-    });
-    for (int i = 0; i < 300; ++i) {
-      try {
-        inject_in_container(container.pid(), rootfs, inj);
-        ++landed;
-      } catch (const Error &) {
-        ++refused; // the walk met the link half-way: fine, nothing was made outside
+    {
+      const Swapper racer(rootfs + "/usr/lib", rootfs + "/usr/lib.swap");
+      for (int i = 0; i < 300; ++i) {
+        try {
+          inject_in_container(container.pid(), rootfs, inj);
+          ++landed;
+        } catch (const Error &) {
+          ++refused; // the walk met the link half-way: fine, nothing was made outside
+        }
       }
     }
-    stop = true;
-    racer.join();
     if (std::filesystem::is_symlink(rootfs + "/usr/lib")) // left swapped: back, for the next round
       REQUIRE(::renameat2(AT_FDCWD, (rootfs + "/usr/lib").c_str(), AT_FDCWD, (rootfs + "/usr/lib.swap").c_str(),
                           RENAME_EXCHANGE) == 0);

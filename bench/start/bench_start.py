@@ -82,6 +82,13 @@ FAKE_GPU0 = "GPU-facea2a3-a4a5-a6a7-a8a9-aaabacadae00"  # the one GPU the build'
 PHASES = ("create", "start", "wait", "delete")
 
 
+def exited_well(rt: ocitest.Runtime, cid: str, rc: int, out: Path) -> None:
+    """A container that failed makes the run fail: its cycle measured
+    something else than a container's."""
+    if rc != 0:
+        raise SystemExit(f"{rt.name}: container {cid} exited {rc}: {out.with_suffix('.err').read_text()}")
+
+
 def cycle(rt: ocitest.Runtime, bundle: ocitest.Bundle, cid: str, config: bytes, phases: list | None = None,
           pause: float = 0.0) -> float:
     """One create/start/wait/delete, in ms (the sum of the phases); each
@@ -106,8 +113,7 @@ def cycle(rt: ocitest.Runtime, bundle: ocitest.Bundle, cid: str, config: bytes, 
     t = time.perf_counter()
     rt.delete(cid)
     took.append(time.perf_counter() - t)
-    if rc != 0:
-        raise SystemExit(f"{rt.name}: container {cid} exited {rc}: {out.with_suffix('.err').read_text()}")
+    exited_well(rt, cid, rc, out)
     if phases is not None:
         phases.append([s * 1000.0 for s in took])
     return sum(took) * 1000.0
@@ -120,17 +126,36 @@ def before_runtime(rt: ocitest.Runtime, bundle: ocitest.Bundle, cid: str, config
     bundle.config_path.write_bytes(config)
     stamp.unlink(missing_ok=True)
     pid_file = bundle.path / "pid"
+    out = bundle.path / "out"
     t = time.monotonic_ns()  # CLOCK_MONOTONIC, as exec_floor's stamp
-    rt.create(bundle, cid, out=bundle.path / "out", pid_file=pid_file)
+    rt.create(bundle, cid, out=out, pid_file=pid_file)
     try:
         started = int(stamp.read_text())
     except (OSError, ValueError) as e:
         raise SystemExit(f"{rt.name}: exec_floor left no stamp in {stamp}: {e}")
     pid = int(pid_file.read_text())
     rt.start(cid)
-    ocitest.wait_pid(pid, 30)
+    rc = ocitest.wait_pid(pid, 30)
     rt.delete(cid)
+    exited_well(rt, cid, rc, out)
     return (started - t) / 1e6
+
+
+def interleaved(names: list[str], warmup: int, iterations: int, shuffle, run) -> dict[str, list[float]]:
+    """`run(name, slot, iteration, measured)` for every name in each
+    iteration, in a shuffled order each time, not a rotation: a shared
+    machine has slow and fast periods, which a fixed order can meet in step.
+    The slot is the name's place in that iteration's order. What the
+    iterations after the warm-up returned, by name."""
+    results = {name: [] for name in names}
+    for i in range(warmup + iterations):
+        order = list(names)
+        shuffle(order)
+        for slot, name in enumerate(order):
+            value = run(name, slot, i, i >= warmup)
+            if i >= warmup:
+                results[name].append(value)
+    return results
 
 
 NODE_PREFIX = "bench-node-"
@@ -349,21 +374,15 @@ def main() -> int:
             # iteration, not by runner, so that no runner keeps a path or an
             # id of its own (their lengths alone move runc's work a little).
             slots = [ocitest.Bundle(tmp / f"{sc}-slot{k}", template, rootfs) for k in range(len(runners))]
-            times = {name: [] for name in runners}
             phases = {name: [] for name in runners}
-            # A shuffled order each iteration, not a rotation: a shared
-            # machine has slow and fast periods, which a fixed order can meet
-            # in step.
             shuffle = random.Random(a.seed).shuffle
-            for i in range(a.warmup + a.iterations):
-                order = list(runners)
-                shuffle(order)
-                for k, name in enumerate(order):
-                    time.sleep(a.settle)
-                    ms = cycle(runners[name], slots[k], f"bench-{sc}-{i}-{k}", configs[name],
-                               phases[name] if i >= a.warmup else None, a.pause_after_create)
-                    if i >= a.warmup:
-                        times[name].append(ms)
+
+            def timed(name: str, slot: int, i: int, measured: bool) -> float:
+                time.sleep(a.settle)
+                return cycle(runners[name], slots[slot], f"bench-{sc}-{i}-{slot}", configs[name],
+                             phases[name] if measured else None, a.pause_after_create)
+
+            times = interleaved(list(runners), a.warmup, a.iterations, shuffle, timed)
             p = summarize(times["plain"])
             for name in runners:
                 s = summarize(times[name])
@@ -388,15 +407,10 @@ def main() -> int:
                     medians = [statistics.median(ph[k] for ph in phases[name]) for k in range(len(PHASES))]
                     print(f"{sc:8s} {name:7s} phases " +
                           "  ".join(f"{ph} {m:6.2f}" for ph, m in zip(PHASES, medians)) + " ms (medians)")
-            before = {name: [] for name in stamped}
-            for i in range(a.warmup + a.iterations):
-                order = list(stamped)
-                shuffle(order)
-                for k, name in enumerate(order):
-                    ms = before_runtime(stamped[name], slots[k], f"bench-{sc}-before-{i}-{k}",
-                                        configs[name], stamp)
-                    if i >= a.warmup:
-                        before[name].append(ms)
+            before = interleaved(
+                list(stamped), a.warmup, a.iterations, shuffle,
+                lambda name, slot, i, measured: before_runtime(stamped[name], slots[slot],
+                                                               f"bench-{sc}-before-{i}-{slot}", configs[name], stamp))
             for name in (n for n in stamped if n != "floor"):
                 own = statistics.median(x - y for x, y in zip(before[name], before["floor"]))
                 print(f"{sc:8s} {name:7s} before the runtime {statistics.median(before[name]):.2f} ms, floor "

@@ -41,7 +41,9 @@ config whose low-level runtime is exec_floor, which stamps the moment it
 starts (GPUSLICE_FLOOR_STAMP) and execs runc; exec_floor as the runtime
 itself is the baseline. The difference of the two is the time gpuslice
 spends on the create's critical path before runc runs: a figure that
-runc's own swings (several ms a create on a busy VM) do not reach.
+runc's own swings (several ms a create on a busy VM) do not reach. The
+same creates also time runc itself, from that stamp to the create's exit:
+whether runc is any slower for having been exec'd by the wrapper.
 
 A node that is not empty: --node-containers N runs every cycle beside N
 GPU containers (2 devices each, no limits, `sleep`) started through the
@@ -119,16 +121,19 @@ def cycle(rt: ocitest.Runtime, bundle: ocitest.Bundle, cid: str, config: bytes, 
     return sum(took) * 1000.0
 
 
-def before_runtime(rt: ocitest.Runtime, bundle: ocitest.Bundle, cid: str, config: bytes, stamp: Path) -> float:
+def before_runtime(rt: ocitest.Runtime, bundle: ocitest.Bundle, cid: str, config: bytes,
+                   stamp: Path) -> tuple[float, float]:
     """ms from spawning `rt create` to the start of the low-level runtime,
-    which exec_floor stamps in `stamp`; then the container's start, wait
-    and delete, untimed."""
+    which exec_floor stamps in `stamp`, and ms from there to the create's
+    exit (runc's own create); then the container's start, wait and delete,
+    untimed."""
     bundle.config_path.write_bytes(config)
     stamp.unlink(missing_ok=True)
     pid_file = bundle.path / "pid"
     out = bundle.path / "out"
     t = time.monotonic_ns()  # CLOCK_MONOTONIC, as exec_floor's stamp
     rt.create(bundle, cid, out=out, pid_file=pid_file)
+    ended = time.monotonic_ns()
     try:
         started = int(stamp.read_text())
     except (OSError, ValueError) as e:
@@ -138,10 +143,10 @@ def before_runtime(rt: ocitest.Runtime, bundle: ocitest.Bundle, cid: str, config
     rc = ocitest.wait_pid(pid, 30)
     rt.delete(cid)
     exited_well(rt, cid, rc, out)
-    return (started - t) / 1e6
+    return (started - t) / 1e6, (ended - started) / 1e6
 
 
-def interleaved(names: list[str], warmup: int, iterations: int, shuffle, run) -> dict[str, list[float]]:
+def interleaved(names: list[str], warmup: int, iterations: int, shuffle, run) -> dict[str, list]:
     """`run(name, slot, iteration, measured)` for every name in each
     iteration, in a shuffled order each time, not a rotation: a shared
     machine has slow and fast periods, which a fixed order can meet in step.
@@ -412,10 +417,19 @@ def main() -> int:
                 lambda name, slot, i, measured: before_runtime(stamped[name], slots[slot],
                                                                f"bench-{sc}-before-{i}-{slot}", configs[name], stamp))
             for name in (n for n in stamped if n != "floor"):
-                own = statistics.median(x - y for x, y in zip(before[name], before["floor"]))
-                print(f"{sc:8s} {name:7s} before the runtime {statistics.median(before[name]):.2f} ms, floor "
-                      f"{statistics.median(before['floor']):.2f} ms (spawn to runc's start, medians): gpuslice's "
+                pre = {n: [b for b, _ in before[n]] for n in (name, "floor")}
+                own = statistics.median(x - y for x, y in zip(pre[name], pre["floor"]))
+                print(f"{sc:8s} {name:7s} before the runtime {statistics.median(pre[name]):.2f} ms, floor "
+                      f"{statistics.median(pre['floor']):.2f} ms (spawn to runc's start, medians): gpuslice's "
                       f"own {own:+.2f} ms (paired median)")
+                # Whether runc, once started, is slower for having been
+                # exec'd by gpuslice (its config, its fds, the recorder
+                # waiting beside it) than by exec_floor.
+                runc = {n: [r for _, r in before[n]] for n in (name, "floor")}
+                slower = statistics.median(x - y for x, y in zip(runc[name], runc["floor"]))
+                print(f"{sc:8s} {name:7s} runc's own create {statistics.median(runc[name]):.2f} ms, floor "
+                      f"{statistics.median(runc['floor']):.2f} ms (runc's start to its exit, medians): "
+                      f"{slower:+.2f} ms (paired median)")
             left = [c for c in plain.list_ids() if not c.startswith(NODE_PREFIX)]
             if left:
                 raise SystemExit(f"containers left behind: {left}")

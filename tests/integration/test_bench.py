@@ -49,6 +49,11 @@ def test_bench_start_prints_every_figure_of_each_scenario(request, test_tmp):
         assert before, out
         # Both are times from a spawn to a later exec: never zero or less.
         assert float(before.group(1)) > 0 and float(before.group(2)) > 0, before.group(0)
+        runc = re.search(rf"^{sc} +wrapper runc's own create ({NUMBER}) ms, floor ({NUMBER}) ms .*: ({NUMBER}) ms "
+                         rf"\(paired median\)$", out, re.M)
+        assert runc, out
+        # From runc's exec to its exit: a create takes milliseconds.
+        assert float(runc.group(1)) > 1 and float(runc.group(2)) > 1, runc.group(0)
 
 
 def test_bench_shims_prints_the_monitors_memory(request, test_tmp):

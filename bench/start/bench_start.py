@@ -146,6 +146,12 @@ def before_runtime(rt: ocitest.Runtime, bundle: ocitest.Bundle, cid: str, config
     return (started - t) / 1e6, (ended - started) / 1e6
 
 
+def paired_median(xs: list[float], ys: list[float]) -> float:
+    """The median of per-iteration differences: robust to drift of a shared
+    machine, which hits both alike."""
+    return statistics.median(x - y for x, y in zip(xs, ys))
+
+
 def interleaved(names: list[str], warmup: int, iterations: int, shuffle, run) -> dict[str, list]:
     """`run(name, slot, iteration, measured)` for every name in each
     iteration, in a shuffled order each time, not a rotation: a shared
@@ -398,8 +404,7 @@ def main() -> int:
                     continue
                 w = summarize(times[name])
                 ratio = w["median"] / p["median"]
-                # per-iteration differences: robust to drift of a shared machine
-                paired = statistics.median(x - y for x, y in zip(times[name], times["plain"]))
+                paired = paired_median(times[name], times["plain"])
                 verdict = ""
                 if name == "wrapper":
                     ok = ratio <= TARGETS[sc]
@@ -416,17 +421,17 @@ def main() -> int:
                 list(stamped), a.warmup, a.iterations, shuffle,
                 lambda name, slot, i, measured: before_runtime(stamped[name], slots[slot],
                                                                f"bench-{sc}-before-{i}-{slot}", configs[name], stamp))
+            pre = {name: [b for b, _ in pairs] for name, pairs in before.items()}
+            runc = {name: [r for _, r in pairs] for name, pairs in before.items()}
             for name in (n for n in stamped if n != "floor"):
-                pre = {n: [b for b, _ in before[n]] for n in (name, "floor")}
-                own = statistics.median(x - y for x, y in zip(pre[name], pre["floor"]))
+                own = paired_median(pre[name], pre["floor"])
                 print(f"{sc:8s} {name:7s} before the runtime {statistics.median(pre[name]):.2f} ms, floor "
                       f"{statistics.median(pre['floor']):.2f} ms (spawn to runc's start, medians): gpuslice's "
                       f"own {own:+.2f} ms (paired median)")
                 # Whether runc, once started, is slower for having been
                 # exec'd by gpuslice (its config, its fds, the recorder
                 # waiting beside it) than by exec_floor.
-                runc = {n: [r for _, r in before[n]] for n in (name, "floor")}
-                slower = statistics.median(x - y for x, y in zip(runc[name], runc["floor"]))
+                slower = paired_median(runc[name], runc["floor"])
                 print(f"{sc:8s} {name:7s} runc's own create {statistics.median(runc[name]):.2f} ms, floor "
                       f"{statistics.median(runc['floor']):.2f} ms (runc's start to its exit, medians): "
                       f"{slower:+.2f} ms (paired median)")

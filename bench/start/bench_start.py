@@ -73,6 +73,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "integration"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import benchlib  # noqa: E402
+import hot_text  # noqa: E402
 import ocitest  # noqa: E402
 
 TARGETS = {"none": 1.03, "devices": 1.05, "limits": 1.10}
@@ -287,6 +288,10 @@ def main() -> int:
                     help="also put a driver's spec of another kind in the spec dir (8 GPUs, nvidia-ctk's YAML)")
     ap.add_argument("--phases", action="store_true",
                     help="also print the median of each phase (create, start, wait, delete) per runtime")
+    ap.add_argument("--hot-text", default="", metavar="FILE",
+                    help="time nothing: run one cycle of the wrapper per scenario under valgrind's callgrind and "
+                         "write the functions they ran to FILE, in the order lld is to lay them out "
+                         "(shim/hot-text.order; bench/start/hot_text.py)")
     a = ap.parse_args()
 
     wrapper = benchlib.wrapper_as_root(a)
@@ -295,6 +300,8 @@ def main() -> int:
     build = Path(wrapper).resolve().parent.parent
     cli = a.cli or str(build / "cli" / "gpuslice")
     floor = a.floor or str(build / "bench" / "start" / "exec_floor")
+    if a.hot_text and not shutil.which("valgrind"):
+        raise SystemExit("--hot-text: valgrind not found")
     if a.compare and not os.access(a.compare, os.X_OK):
         raise SystemExit(f"--compare {a.compare}: not an executable")
     for what, path in (("--cli", cli), ("--floor", floor)):
@@ -385,6 +392,16 @@ def main() -> int:
             # iteration, not by runner, so that no runner keeps a path or an
             # id of its own (their lengths alone move runc's work a little).
             slots = [ocitest.Bundle(tmp / f"{sc}-slot{k}", template, rootfs) for k in range(len(runners))]
+            if a.hot_text:
+                if sc == "limits":
+                    print("limits: not profiled (valgrind 3.19, Debian 12's, knows no pidfd_open, which the "
+                          "monitor needs)")
+                    continue
+                profiled = ocitest.Runtime("profiled", ["valgrind", "--tool=callgrind", "--demangle=no",
+                                                        f"--callgrind-out-file={tmp}/callgrind.%p", wrapper],
+                                           root, env=wrapped.env, lowlevel=plain)
+                cycle(profiled, slots[0], f"bench-{sc}-profiled", configs["wrapper"])
+                continue
             phases = {name: [] for name in runners}
             shuffle = random.Random(a.seed).shuffle
 
@@ -453,6 +470,10 @@ def main() -> int:
                 raise SystemExit(f"state left behind: {leftover}")
         for i in range(a.node_containers):
             wrapped.delete(f"{NODE_PREFIX}{i}", force=True)
+        if a.hot_text:
+            n = hot_text.write_order(sorted(tmp.glob("callgrind.*")), wrapper, Path(a.hot_text),
+                                     shlex.join(["bench/start/bench_start.py", *sys.argv[1:]]))
+            print(f"{a.hot_text}: {n} functions")
         return 1 if (failed and a.check) else 0
     finally:
         # What a failed run left running (the node's containers included)

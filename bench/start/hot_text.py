@@ -1,0 +1,115 @@
+"""The order of gpuslice-runtime's text: the functions a container's create,
+start and delete run, first and together (shim/hot-text.order, which lld
+links by: shim/CMakeLists.txt).
+
+Why: each first touch of a 64 KiB window of the static binary's 2.3 MB text
+is a page fault (the kernel maps the window around it), about 5 us each on
+a small VM. A GPU container's create runs ~500 KB of code spread over ~35
+such windows; packed together, it takes ~10.
+
+The functions are what valgrind's callgrind saw run, under the names the
+binary's symbol table gives them, plus what callgrind cannot see as such:
+glibc's start-up (callgrind's "(below main)"), and every CPU variant of the
+string functions it saw one variant of (glibc picks one per CPU at start-up,
+and valgrind's emulated CPU is not the node's).
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+# A name in callgrind's output: "fn=(id) name" the first time, "fn=(id)" after.
+_FUNCTION = re.compile(r"^c?fn=\(\d+\) (.+)$")
+# Callgrind's suffix for a function's recursion levels: name'2.
+_RECURSION = re.compile(r"'\d+$")
+# glibc's CPU variants of a string function: __memmove_avx512_unaligned_erms.
+_VARIANT = re.compile(r"^(__[a-z0-9]+?)_(?:sse2|ssse3|sse4_1|sse4_2|avx|avx2|avx512|evex|erms)(?:_|$)")
+_BELOW_MAIN = {"(below main)": ["__libc_start_main_impl", "__libc_start_main"]}
+
+
+def executed_functions(callgrind_out: Path) -> list[str]:
+    """The functions a callgrind output (run with --demangle=no) saw run,
+    in the order it first names them."""
+    seen: dict[str, None] = {}
+    for line in callgrind_out.read_text(errors="replace").splitlines():
+        m = _FUNCTION.match(line)
+        if m:
+            name = _RECURSION.sub("", m.group(1))
+            for n in _BELOW_MAIN.get(name, [name]):
+                seen.setdefault(n, None)
+    return list(seen)
+
+
+def text_symbols(binary: str) -> list[str]:
+    """The binary's function symbols."""
+    out = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True).stdout
+    return [f[2] for f in (line.split() for line in out.splitlines()) if len(f) == 3 and f[1] in "tTiW"]
+
+
+def ordering(executed: list[str], binary: str) -> list[str]:
+    """`executed`, less what the binary does not define, each string
+    function followed by its resolver and all its CPU variants."""
+    symbols = text_symbols(binary)
+    defined = set(symbols)
+    variants: dict[str, list[str]] = {}
+    for s in symbols:
+        m = _VARIANT.match(s)
+        if m:
+            variants.setdefault(m.group(1), []).append(s)
+    order: dict[str, None] = {}
+    for name in executed:
+        m = _VARIANT.match(name)
+        family = m.group(1) if m else "__" + name.lstrip("_")
+        # strcmp as callgrind names it: its resolver, and the variant picked
+        for n in [name, name + "_ifunc", *variants.get(family, [])]:
+            if n in defined:
+                order.setdefault(n, None)
+    return list(order)
+
+
+def write_order(outputs: list[Path], binary: str, path: Path, command: str) -> int:
+    """Writes the ordering file from callgrind's outputs; the number of
+    functions in it."""
+    executed: dict[str, None] = {}
+    for out in outputs:
+        for name in executed_functions(out):
+            executed.setdefault(name, None)
+    order = ordering(list(executed), binary)
+    path.write_text(f"# gpuslice-runtime's start-up functions, first in its text (bench/start/hot_text.py).\n"
+                    f"# Written by: {command}\n" + "".join(f"{n}\n" for n in order))
+    return len(order)
+
+
+def check_layout(binary: str, order_file: Path) -> tuple[str, str]:
+    """Why the binary's text is not laid out by the ordering file, and ""
+    when it is, with what it found: most of its functions must be in the binary (else the file is
+    stale: bench_start.py --hot-text writes it again), and together, in
+    little more than their own size."""
+    wanted = [n for n in order_file.read_text().splitlines() if n and not n.startswith("#")]
+    out = subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True, text=True, check=True).stdout
+    where: dict[str, tuple[int, int]] = {}
+    for f in (line.split() for line in out.splitlines()):
+        if len(f) == 4 and f[2] in "tTiW":
+            where.setdefault(f[3], (int(f[0], 16), int(f[1], 16)))
+    found = [where[n] for n in wanted if n in where]
+    if len(found) < 0.75 * len(wanted):
+        return f"only {len(found)} of the {len(wanted)} functions in {order_file} are in {binary}: the list is stale", ""
+    size = sum(s for _, s in found)
+    span = max(a + s for a, s in found) - min(a for a, _ in found)
+    # Sections hold a little more than their symbols (alignment, the
+    # odd local function a listed one shares a section with).
+    found_text = f"its {len(found)} listed functions ({size} bytes) span {span} bytes of {binary}'s text"
+    if span > 1.25 * size + 65536:
+        return found_text, ""
+    return "", found_text
+
+
+if __name__ == "__main__":
+    import sys
+    if len(sys.argv) != 3:
+        raise SystemExit("usage: hot_text.py BINARY ORDER_FILE (checks that BINARY's text follows ORDER_FILE)")
+    why, found = check_layout(sys.argv[1], Path(sys.argv[2]))
+    if why:
+        raise SystemExit(f"FAIL: {why}")
+    print(f"ok: {found}")

@@ -4,7 +4,7 @@
 # everything is already there.
 set -euo pipefail
 packages=(
-  build-essential cmake pkg-config git ca-certificates
+  build-essential cmake pkg-config git ca-certificates lld
   nlohmann-json3-dev libyaml-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libcli11-dev catch2
   clang libfuzzer-14-dev libclang-rt-14-dev
   libselinux1-dev libpcre2-dev libseccomp-dev libcap-dev checkpolicy semodule-utils

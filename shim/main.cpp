@@ -137,7 +137,7 @@ int run(shim::CommandLine &cl) {
         cl.add_pid_file(request.pid_file);
       has_state = edit.written;
       monitor = std::move(edit.monitor);
-      if (edit.written) {
+      if (edit.written && (!edit.warnings.empty() || log::keeps(config.log, "info"))) {
         start_logging(config);
         for (const auto &w : edit.warnings)
           spdlog::warn("{}", w);

@@ -32,6 +32,11 @@ void setup(const std::string &program, const Options &options) {
   spdlog::set_default_logger(logger);
 }
 
+bool keeps(const Options &options, const std::string &level) {
+  const auto threshold = spdlog::level::from_str(options.level);
+  return threshold != spdlog::level::off && spdlog::level::from_str(level) >= threshold;
+}
+
 void flush() {
   if (auto *logger = spdlog::default_logger_raw())
     logger->flush();

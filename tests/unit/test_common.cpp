@@ -1,6 +1,7 @@
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/log.hpp"
 #include "gpuslice/common/strings.hpp"
 #include "gpuslice/common/toml_text.hpp"
 
@@ -21,6 +22,20 @@ TEST_CASE("error context is prepended at each layer", "[common]") {
     CHECK(std::string(e.what()) == "cannot inject nvidia.com/gpu=0: device node \"/dev/nvidia0\": lstat: no such file or directory");
     CHECK(e.error_number() == ENOENT);
   }
+}
+
+TEST_CASE("log: a level keeps what is at it or above, off keeps nothing", "[common]") {
+  log::Options o;
+  o.level = "info";
+  CHECK(log::keeps(o, "info"));
+  CHECK(log::keeps(o, "warn"));
+  CHECK_FALSE(log::keeps(o, "debug"));
+  o.level = "warn";
+  CHECK_FALSE(log::keeps(o, "info"));
+  CHECK(log::keeps(o, "error"));
+  o.level = "off";
+  CHECK_FALSE(log::keeps(o, "critical"));
+  CHECK_FALSE(log::keeps(o, "info"));
 }
 
 TEST_CASE("quoted escapes control characters", "[common]") {

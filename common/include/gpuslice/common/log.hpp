@@ -20,6 +20,11 @@ struct Options {
 // container over a log file would be worse than losing its info lines.
 void setup(const std::string &program, const Options &options);
 
+// Whether `options` keep a message of `level` ("info", "warn", ...): a line
+// that would be dropped is no reason to open the log (a GPU container's
+// create runs on every pod's critical path).
+bool keeps(const Options &options, const std::string &level);
+
 // Writes out what the default logger holds, before an exec or an exit. Not
 // spdlog::shutdown(): that drops the default logger, and a later line (an
 // error after an info) would then go through a null logger.

@@ -4,8 +4,8 @@ links by: shim/CMakeLists.txt).
 
 Why: each first touch of a 64 KiB window of the static binary's 2.3 MB text
 is a page fault (the kernel maps the window around it), about 5 us each on
-a small VM. A GPU container's create runs ~500 KB of code spread over ~35
-such windows; packed together, it takes ~10.
+a small VM. A GPU container's create runs ~640 KB of code spread over 33
+such windows; packed together, it faults in 13.
 
 The functions are what valgrind's callgrind saw run, under the names the
 binary's symbol table gives them, plus what callgrind cannot see as such:

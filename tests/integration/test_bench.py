@@ -70,3 +70,26 @@ def test_bench_breach_prints_the_delay_to_the_kill(request, test_tmp):
                     "--rounds", "1", "--intervals", "100ms")
     assert re.search(rf"^ +100ms: breach to kill median +{NUMBER} ms, min +{NUMBER}, max +{NUMBER} +\(1 rounds\)$",
                      out, re.M), out
+
+
+def test_hot_text_order_names_what_callgrind_saw_as_the_binary_names_it(request, test_tmp):
+    """bench/start/hot_text.py: callgrind's names become the binary's own
+    (its "(below main)" is glibc's __libc_start_main_impl), a string
+    function brings every CPU variant of it, recursion marks go, and what
+    the binary does not define is left out."""
+    sys.path.insert(0, str(BENCH / "start"))
+    import hot_text
+    runtime = gpuslice_path(request.config)
+    test_tmp.mkdir(exist_ok=True)
+    out = test_tmp / "callgrind.1"
+    out.write_text("events: Ir\nfn=(1) (below main)\n0 1\nfn=(2) gpuslice_runtime_entry\n0 1\n"
+                   "cfn=(3) __memchr_avx2\ncalls=1 0\n0 1\nfn=(4) main'2\n0 1\nfn=(5) not_in_any_binary\n0 1\n"
+                   "fn=(2)\n0 1\n")
+    executed = hot_text.executed_functions(out)
+    assert executed == ["__libc_start_main_impl", "__libc_start_main", "gpuslice_runtime_entry", "__memchr_avx2",
+                        "main", "not_in_any_binary"]
+    order = hot_text.ordering(executed, runtime)
+    assert order[0] == "__libc_start_main_impl" and "gpuslice_runtime_entry" in order and "main" in order, order
+    memchr = [n for n in order if n.startswith("__memchr_")]
+    assert "__memchr_avx2" in memchr and "__memchr_evex" in memchr and "__memchr_sse2" in memchr, order
+    assert "not_in_any_binary" not in order

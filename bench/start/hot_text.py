@@ -41,19 +41,25 @@ def executed_functions(callgrind_out: Path) -> list[str]:
     return list(seen)
 
 
-def text_symbols(binary: str) -> list[str]:
-    """The binary's function symbols."""
-    out = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True).stdout
-    return [f[2] for f in (line.split() for line in out.splitlines()) if len(f) == 3 and f[1] in "tTiW"]
+def function_symbols(binary: str) -> dict[str, tuple[int, int]]:
+    """The binary's function symbols, in nm's order: address and size (0
+    for one that states none, as some of glibc's assembly does)."""
+    out = subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True, text=True, check=True).stdout
+    symbols: dict[str, tuple[int, int]] = {}
+    for f in (line.split() for line in out.splitlines()):
+        if len(f) == 3:
+            f.insert(1, "0")
+        if len(f) == 4 and f[2] in "tTiW":
+            symbols.setdefault(f[3], (int(f[0], 16), int(f[1], 16)))
+    return symbols
 
 
 def ordering(executed: list[str], binary: str) -> list[str]:
     """`executed`, less what the binary does not define, each string
     function followed by its resolver and all its CPU variants."""
-    symbols = text_symbols(binary)
-    defined = set(symbols)
+    defined = function_symbols(binary)
     variants: dict[str, list[str]] = {}
-    for s in symbols:
+    for s in defined:
         m = _VARIANT.match(s)
         if m:
             variants.setdefault(m.group(1), []).append(s)
@@ -82,16 +88,12 @@ def write_order(outputs: list[Path], binary: str, path: Path, command: str) -> i
 
 
 def check_layout(binary: str, order_file: Path) -> tuple[str, str]:
-    """Why the binary's text is not laid out by the ordering file, and ""
-    when it is, with what it found: most of its functions must be in the binary (else the file is
-    stale: bench_start.py --hot-text writes it again), and together, in
-    little more than their own size."""
+    """Why the binary's text is not laid out by the ordering file ("" when
+    it is), and what was found: most of the file's functions must be in the
+    binary (else the file is stale: bench_start.py --hot-text writes it
+    again), and together, in little more than their own size."""
     wanted = [n for n in order_file.read_text().splitlines() if n and not n.startswith("#")]
-    out = subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True, text=True, check=True).stdout
-    where: dict[str, tuple[int, int]] = {}
-    for f in (line.split() for line in out.splitlines()):
-        if len(f) == 4 and f[2] in "tTiW":
-            where.setdefault(f[3], (int(f[0], 16), int(f[1], 16)))
+    where = function_symbols(binary)
     found = [where[n] for n in wanted if n in where]
     if len(found) < 0.75 * len(wanted):
         return f"only {len(found)} of the {len(wanted)} functions in {order_file} are in {binary}: the list is stale", ""

@@ -1,6 +1,7 @@
 #include "gpuslice/cdi/registry.hpp"
 
 #include "gpuslice/cdi/parse.hpp"
+#include "gpuslice/cdi/spec_cache.hpp"
 #include "gpuslice/cdi/validate.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
@@ -189,7 +190,7 @@ void Registry::load(const std::set<std::string> *kinds) {
     for (const auto &name : list_spec_files(dirs_[prio], &errors_))
       slots.push_back({dirs_[prio] + "/" + name, static_cast<int>(prio), nullptr, {}});
 
-  auto load_slot = [kinds](Slot &slot) {
+  auto load_slot = [kinds, cache = cache_](Slot &slot) {
     try {
       const std::string text = fs::read_file(slot.path, kMaxSpecSize);
       if (kinds) {
@@ -197,14 +198,23 @@ void Registry::load(const std::set<std::string> *kinds) {
         if (kind && !kinds->count(*kind))
           return;
       }
+      if (auto cached = cache ? cache->find(text) : std::nullopt) { // parsed and valid before
+        slot.spec = std::make_unique<Spec>(std::move(*cached));
+        slot.spec->path = slot.path;
+        slot.spec->priority = slot.priority;
+        return;
+      }
       auto spec = std::make_unique<Spec>(parse_spec(text));
-      spec->path = slot.path;
-      spec->priority = slot.priority;
       auto problems = validate_spec(*spec);
       for (auto &p : problems)
         slot.errors.push_back({slot.path, std::move(p)});
-      if (problems.empty())
-        slot.spec = std::move(spec);
+      if (!problems.empty())
+        return;
+      if (cache)
+        cache->store(text, *spec);
+      spec->path = slot.path;
+      spec->priority = slot.priority;
+      slot.spec = std::move(spec);
     } catch (const Error &e) {
       slot.errors.push_back({slot.path, e.message()});
     } catch (const std::exception &e) {

@@ -21,6 +21,7 @@
 
 namespace gpuslice::cdi {
 
+class SpecCache;
 
 struct SpecError {
   std::string path;
@@ -60,6 +61,10 @@ public:
   // as a full load would, conflicts included (they are within one kind).
   void reload(const std::set<std::string> &kinds);
 
+  // Loads from now on look each spec up in `cache` (which must outlive
+  // them) before parsing it, and store what they parse; nullptr: none.
+  void use_cache(const SpecCache *cache) { cache_ = cache; }
+
   const std::vector<std::string> &spec_dirs() const { return dirs_; }
   // Files that failed to load and device conflicts, in the order found.
   const std::vector<SpecError> &errors() const { return errors_; }
@@ -81,6 +86,7 @@ private:
   std::vector<SpecError> errors_;
   std::unordered_map<std::string, ResolvedDevice> devices_;
   std::unique_ptr<Watch> watch_;
+  const SpecCache *cache_ = nullptr;
   bool loaded_ = false;
 
 public:

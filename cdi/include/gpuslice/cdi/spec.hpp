@@ -22,6 +22,8 @@ struct DeviceNode {
   std::string permissions; // subset of "rwm"; empty means rwm
   std::optional<uint32_t> uid;
   std::optional<uint32_t> gid;
+
+  bool operator==(const DeviceNode &) const = default;
 };
 
 struct Mount {
@@ -29,6 +31,8 @@ struct Mount {
   std::string container_path;
   std::vector<std::string> options;
   std::string type; // 0.4.0+
+
+  bool operator==(const Mount &) const = default;
 };
 
 struct Hook {
@@ -37,6 +41,8 @@ struct Hook {
   std::vector<std::string> args;
   std::vector<std::string> env;
   std::optional<int64_t> timeout;
+
+  bool operator==(const Hook &) const = default;
 };
 
 struct IntelRdt {
@@ -47,11 +53,15 @@ struct IntelRdt {
   bool enable_monitoring = false;    // 1.1.0+
   bool enable_cmt = false;           // 0.7.0 - 1.0.0, removed in 1.1.0
   bool enable_mbm = false;           // 0.7.0 - 1.0.0, removed in 1.1.0
+
+  bool operator==(const IntelRdt &) const = default;
 };
 
 struct NetDevice {
   std::string host_interface_name;
   std::string name;
+
+  bool operator==(const NetDevice &) const = default;
 };
 
 struct ContainerEdits {
@@ -67,6 +77,7 @@ struct ContainerEdits {
     return env.empty() && device_nodes.empty() && net_devices.empty() && hooks.empty() && mounts.empty() &&
            !intel_rdt && additional_gids.empty();
   }
+  bool operator==(const ContainerEdits &) const = default;
   // Appends other's edits after ours; a later intelRdt replaces an earlier one.
   void append(const ContainerEdits &other);
 };
@@ -77,8 +88,11 @@ struct Device {
   std::string name;
   Annotations annotations; // 0.6.0+
   ContainerEdits edits;
+
+  bool operator==(const Device &) const = default;
 };
 
+// A field added to any of these also goes into spec_cache.cpp's fields().
 struct Spec {
   std::string version; // as written, e.g. "0.6.0" or "v1.0.0"
   std::string kind;    // vendor/class
@@ -89,6 +103,8 @@ struct Spec {
   // Where it came from; not part of the format.
   std::string path;
   int priority = 0;
+
+  bool operator==(const Spec &) const = default;
 };
 
 } // namespace gpuslice::cdi

@@ -1,0 +1,356 @@
+// spec_cache.hpp says what an entry is and why it may be trusted. The
+// encoding is native-endian and private to one build (the build id is in
+// every entry), so it needs no versioning beyond kMagic; what it must be is
+// exact: the decoder takes a byte it does not expect as a miss.
+#include "gpuslice/cdi/spec_cache.hpp"
+
+#include "gpuslice/cdi/parse.hpp"
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fd.hpp"
+#include "gpuslice/common/fs.hpp"
+
+#include <dirent.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <utility>
+#include <vector>
+
+namespace gpuslice::cdi {
+
+// Each struct's fields, in one list that both directions walk. A field
+// added to spec.hpp goes here too: the round-trip test of a spec with
+// every field set fails until it does.
+template <class Io> void fields(Io &io, DeviceNode &n) {
+  io(n.path), io(n.host_path), io(n.type), io(n.major), io(n.minor), io(n.file_mode), io(n.permissions), io(n.uid),
+      io(n.gid);
+}
+template <class Io> void fields(Io &io, Mount &m) { io(m.host_path), io(m.container_path), io(m.options), io(m.type); }
+template <class Io> void fields(Io &io, Hook &h) { io(h.hook_name), io(h.path), io(h.args), io(h.env), io(h.timeout); }
+template <class Io> void fields(Io &io, IntelRdt &r) {
+  io(r.clos_id), io(r.l3_cache_schema), io(r.mem_bw_schema), io(r.schemata), io(r.enable_monitoring), io(r.enable_cmt),
+      io(r.enable_mbm);
+}
+template <class Io> void fields(Io &io, NetDevice &d) { io(d.host_interface_name), io(d.name); }
+template <class Io> void fields(Io &io, ContainerEdits &e) {
+  io(e.env), io(e.device_nodes), io(e.net_devices), io(e.hooks), io(e.mounts), io(e.intel_rdt), io(e.additional_gids);
+}
+template <class Io> void fields(Io &io, Device &d) { io(d.name), io(d.annotations), io(d.edits); }
+template <class Io> void fields(Io &io, Spec &s) { io(s.version), io(s.kind), io(s.annotations), io(s.devices), io(s.edits); }
+
+namespace {
+
+constexpr std::string_view kMagic = "gpuslice-cdi-cache 1\n";
+
+class Writer {
+public:
+  std::string out;
+
+  void operator()(const std::string &s) {
+    size(s.size());
+    out += s;
+  }
+  void operator()(std::string &s) { (*this)(std::as_const(s)); }
+  void operator()(int64_t v) { raw(&v, sizeof v); }
+  void operator()(uint32_t v) { raw(&v, sizeof v); }
+  void operator()(bool b) { out += b ? '\1' : '\0'; }
+  template <class T> void operator()(std::optional<T> &o) {
+    (*this)(o.has_value());
+    if (o)
+      (*this)(*o);
+  }
+  template <class T> void operator()(std::vector<T> &v) {
+    size(v.size());
+    for (auto &e : v)
+      (*this)(e);
+  }
+  void operator()(Annotations &m) {
+    size(m.size());
+    for (auto &[key, value] : m)
+      (*this)(key), (*this)(value);
+  }
+  template <class S> void operator()(S &s) { fields(*this, s); }
+
+private:
+  void raw(const void *p, std::size_t n) { out.append(static_cast<const char *>(p), n); }
+  void size(std::size_t n) { (*this)(static_cast<uint32_t>(n)); }
+};
+
+class Reader {
+public:
+  explicit Reader(std::string_view in) : in_(in) {}
+  bool ok() const { return ok_; }
+  bool at_end() const { return ok_ && in_.empty(); }
+
+  // The next string, not copied (empty once anything failed).
+  std::string_view view() {
+    const uint32_t n = count();
+    const std::string_view s = ok_ ? in_.substr(0, n) : std::string_view();
+    in_.remove_prefix(s.size());
+    return s;
+  }
+  void operator()(std::string &s) { s = view(); }
+  void operator()(int64_t &v) { raw(&v, sizeof v); }
+  void operator()(uint32_t &v) { raw(&v, sizeof v); }
+  void operator()(bool &b) {
+    uint8_t c = 0;
+    raw(&c, 1);
+    ok_ = ok_ && c <= 1;
+    b = c == 1;
+  }
+  template <class T> void operator()(std::optional<T> &o) {
+    bool present = false;
+    (*this)(present);
+    o.reset();
+    if (present && ok_)
+      (*this)(o.emplace());
+  }
+  template <class T> void operator()(std::vector<T> &v) {
+    const uint32_t n = count();
+    v.clear();
+    v.reserve(n);
+    for (uint32_t i = 0; i < n && ok_; ++i)
+      (*this)(v.emplace_back());
+  }
+  void operator()(Annotations &m) {
+    const uint32_t n = count();
+    m.clear();
+    for (uint32_t i = 0; i < n && ok_; ++i) {
+      std::string key(view());
+      std::string value(view());
+      ok_ = ok_ && m.emplace(std::move(key), std::move(value)).second;
+    }
+  }
+  template <class S> void operator()(S &s) { fields(*this, s); }
+
+private:
+  void raw(void *p, std::size_t n) {
+    if (!ok_ || in_.size() < n) {
+      ok_ = false;
+      return;
+    }
+    std::memcpy(p, in_.data(), n);
+    in_.remove_prefix(n);
+  }
+  // A length or element count: every byte or element takes at least one
+  // byte, so a count beyond what is left is a lie, not an allocation.
+  uint32_t count() {
+    uint32_t n = 0;
+    raw(&n, sizeof n);
+    if (n > in_.size())
+      ok_ = false;
+    return ok_ ? n : 0;
+  }
+
+  std::string_view in_;
+  bool ok_ = true;
+};
+
+// The writer never writes through its arguments; fields() is one list for
+// both directions, so it takes them as mutable.
+void encode_into(Writer &w, const Spec &spec) { w(const_cast<Spec &>(spec)); }
+
+// An entry: the magic, the build id, the spec's text, the spec.
+std::string entry_bytes(const std::string &build_id, std::string_view text, const Spec &spec) {
+  Writer w;
+  w.out = kMagic;
+  w(build_id);
+  w(std::string(text));
+  encode_into(w, spec);
+  return w.out;
+}
+
+// An entry is at most this large: the text, and its spec encoded (a few
+// bytes of length per string, at most a few times the text).
+constexpr std::size_t kMaxEntrySize = 5 * kMaxSpecSize;
+
+bool private_to_us(const struct stat &st) { return st.st_uid == ::geteuid() && (st.st_mode & 022) == 0; }
+
+int build_id_note(struct dl_phdr_info *info, size_t, void *data) {
+  auto &out = *static_cast<std::string *>(data);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE)
+      continue;
+    const char *p = reinterpret_cast<const char *>(info->dlpi_addr + ph.p_vaddr);
+    const char *end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      ElfW(Nhdr) note;
+      std::memcpy(&note, p, sizeof note);
+      const char *name = p + sizeof note;
+      const char *desc = name + ((note.n_namesz + 3) & ~3u);
+      const char *next = desc + ((note.n_descsz + 3) & ~3u);
+      if (next > end)
+        break;
+      if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+        static constexpr char hex[] = "0123456789abcdef";
+        for (uint32_t k = 0; k < note.n_descsz; ++k)
+          out += hex[static_cast<uint8_t>(desc[k]) >> 4], out += hex[static_cast<uint8_t>(desc[k]) & 15];
+        return 1;
+      }
+      p = next;
+    }
+  }
+  return 1; // the first object is the program: its id or none
+}
+
+} // namespace
+
+std::string encode_spec(const Spec &spec) {
+  Writer w;
+  encode_into(w, spec);
+  return w.out;
+}
+
+std::optional<Spec> decode_spec(std::string_view bytes) {
+  Reader r(bytes);
+  Spec spec;
+  r(spec);
+  if (!r.at_end())
+    return std::nullopt;
+  return spec;
+}
+
+const std::string &own_build_id() {
+  static const std::string id = [] {
+    std::string out;
+    ::dl_iterate_phdr(build_id_note, &out);
+    return out;
+  }();
+  return id;
+}
+
+std::string SpecCache::entry_name(std::string_view text) {
+  // Only a name: a lookup compares the whole text.
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ text.size();
+  std::size_t i = 0;
+  for (; i + 8 <= text.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, text.data() + i, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  for (; i < text.size(); ++i)
+    h = (h ^ static_cast<uint8_t>(text[i])) * 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 29;
+  char name[17];
+  static constexpr char hex[] = "0123456789abcdef";
+  for (int k = 15; k >= 0; --k, h >>= 4)
+    name[k] = hex[h & 15];
+  name[16] = '\0';
+  return name;
+}
+
+SpecCache::SpecCache(std::string dir, std::string build_id) : dir_(std::move(dir)), build_id_(std::move(build_id)) {}
+
+SpecCache::~SpecCache() {
+  if (dir_fd_ >= 0)
+    ::close(dir_fd_);
+}
+
+int SpecCache::open_dir(bool create) const {
+  std::lock_guard lock(mutex_);
+  if (dir_fd_ >= 0 || build_id_.empty())
+    return dir_fd_;
+  if (create) {
+    ::mkdir(fs::dirname(dir_).c_str(), 0700);
+    ::mkdir(dir_.c_str(), 0700);
+  }
+  UniqueFd fd(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !private_to_us(st))
+    return -1;
+  dir_fd_ = fd.release();
+  return dir_fd_;
+}
+
+std::optional<Spec> SpecCache::find(std::string_view text) const {
+  const int dir = open_dir(false);
+  if (dir < 0)
+    return std::nullopt;
+  const std::string name = entry_name(text);
+  UniqueFd fd(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || !private_to_us(st) ||
+      static_cast<std::size_t>(st.st_size) > kMaxEntrySize)
+    return std::nullopt;
+  std::string bytes;
+  try {
+    bytes = fs::read_fd(fd.get(), name, kMaxEntrySize);
+  } catch (const Error &) {
+    return std::nullopt;
+  }
+  std::string_view in = bytes;
+  if (in.substr(0, kMagic.size()) != kMagic)
+    return std::nullopt;
+  Reader r(in.substr(kMagic.size()));
+  if (r.view() != build_id_ || r.view() != text || !r.ok())
+    return std::nullopt;
+  Spec spec;
+  r(spec);
+  if (!r.at_end())
+    return std::nullopt;
+  return spec;
+}
+
+void SpecCache::store(std::string_view text, const Spec &spec) const {
+  const int dir = open_dir(true);
+  if (dir < 0)
+    return;
+  const std::string bytes = entry_bytes(build_id_, text, spec);
+  if (bytes.size() > kMaxEntrySize)
+    return;
+  const std::string name = entry_name(text);
+  const std::string temp = ".new-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}());
+  {
+    UniqueFd fd(::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd)
+      return;
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0) {
+        ::unlinkat(dir, temp.c_str(), 0);
+        return;
+      }
+      done += static_cast<std::size_t>(n);
+    }
+  }
+  // rename only, no fsync: an entry does not outlive the boot (/run)
+  if (::renameat(dir, temp.c_str(), dir, name.c_str()) != 0) {
+    ::unlinkat(dir, temp.c_str(), 0);
+    return;
+  }
+  // Bounded: once full, the others go (left-over temporaries of killed
+  // writers among them), and the specs still in use are stored again.
+  const int list_fd = ::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
+  if (!d) {
+    if (list_fd >= 0)
+      ::close(list_fd);
+    return;
+  }
+  std::vector<std::string> others;
+  std::size_t entries = 0;
+  while (const dirent *e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0)
+      continue;
+    ++entries;
+    if (name != e->d_name)
+      others.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  if (entries > kMaxEntries)
+    for (const auto &other : others)
+      ::unlinkat(dir, other.c_str(), 0);
+}
+
+} // namespace gpuslice::cdi

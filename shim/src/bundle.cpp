@@ -1,6 +1,7 @@
 #include "gpuslice/shim/bundle.hpp"
 
 #include "gpuslice/cdi/registry.hpp"
+#include "gpuslice/cdi/spec_cache.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/fd.hpp"
@@ -20,6 +21,7 @@
 #include "gpuslice/state/container_dir.hpp"
 
 #include <cerrno>
+#include <optional>
 #include <set>
 
 #include <fcntl.h>
@@ -143,6 +145,11 @@ CreatePlan plan_create(CreateContext &ctx, const std::string &bundle_dir, HookMo
   for (const auto &name : requests.devices)
     kinds.insert(name.substr(0, name.find('=')));
   cdi::Registry registry(ctx.config.spec_dirs, cdi::ChangeDetection::none);
+  // Root's cache of parsed specs: a node's driver spec is not parsed again
+  // on every create (spec_cache.hpp).
+  std::optional<cdi::SpecCache> cache;
+  if (::geteuid() == 0)
+    registry.use_cache(&cache.emplace(cdi::kDefaultSpecCacheDir));
   registry.reload(kinds);
   for (const auto &e : registry.errors())
     plan.warnings.push_back("CDI spec " + e.path + ": " + e.message);

@@ -202,6 +202,38 @@ def test_gpuslice_rewrites_config(request, gpuslice_runtime, bundle, fake_gpu, g
 
 
 @pytest.mark.gpuslice
+def test_gpuslice_create_reads_specs_through_root_cache_and_sees_a_changed_spec(gpuslice_runtime, bundle, fake_gpu,
+                                                                                cid):
+    """A create keeps what it parsed in root's spec cache
+    (/run/gpuslice/cdi-cache, entries that hold the spec's very text), and a
+    spec rewritten in place is what the next create injects."""
+    cache = Path("/run/gpuslice/cdi-cache")
+
+    def cached(text: str) -> bool:
+        return any(text.encode() in e.read_bytes() for e in cache.iterdir())
+
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.write()
+    first = fake_gpu.spec_file.read_text()
+    gpuslice_runtime.create(bundle, cid)
+    gpuslice_runtime.delete(cid, force=True)
+    assert cache.stat().st_mode & 0o7777 == 0o700 and cache.stat().st_uid == 0
+    assert cached(first)
+
+    spec = json.loads(first)
+    spec["devices"][0]["containerEdits"]["env"].append("GPUSLICE_SPEC_EDITED=1")
+    fake_gpu.spec_file.write_text(json.dumps(spec, indent=2) + "\n")
+    bundle.write()
+    gpuslice_runtime.create(bundle, cid)
+    try:
+        env = bundle.read()["process"]["env"]
+        assert "GPUSLICE_SPEC_EDITED=1" in env and "GPUSLICE_FAKE_GPU0=present" in env
+        assert cached(fake_gpu.spec_file.read_text())
+    finally:
+        gpuslice_runtime.delete(cid, force=True)
+
+
+@pytest.mark.gpuslice
 def test_gpuslice_create_without_pid_file_records_the_init(gpuslice_runtime, bundle, fake_gpu, gpuslice_state_dir,
                                                            cid):
     """A create that names no --pid-file (a person, not containerd): runc is

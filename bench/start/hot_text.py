@@ -9,9 +9,10 @@ such windows; packed together, it faults in 13.
 
 The functions are what valgrind's callgrind saw run, under the names the
 binary's symbol table gives them, plus what callgrind cannot see as such:
-glibc's start-up (callgrind's "(below main)"), and every CPU variant of the
+glibc's start-up (callgrind's "(below main)"), every CPU variant of the
 string functions it saw one variant of (glibc picks one per CPU at start-up,
-and valgrind's emulated CPU is not the node's).
+and valgrind's emulated CPU is not the node's), and what runs only outside
+valgrind (_UNSEEN).
 """
 from __future__ import annotations
 
@@ -26,6 +27,22 @@ _RECURSION = re.compile(r"'\d+$")
 # glibc's CPU variants of a string function: __memmove_avx512_unaligned_erms.
 _VARIANT = re.compile(r"^(__[a-z0-9]+?)_(?:sse2|ssse3|sse4_1|sse4_2|avx|avx2|avx512|evex|erms)(?:_|$)")
 _BELOW_MAIN = {"(below main)": ["__libc_start_main_impl", "__libc_start_main"]}
+# What a create runs on a node but not under valgrind, found from the page
+# faults of real creates (docs/start-overhead.md). Valgrind 3.19 knows no
+# pidfd_open, so under it the runtime runs runc as a child instead of
+# exec'ing it beside the init recorder: the recorder's set-up, the state
+# dir's code it uses and the exec go unseen. Nor does valgrind give the
+# program a vDSO, whose symbols glibc's start-up otherwise looks up.
+_UNSEEN = re.compile(
+    r"^(?:_ZN8gpuslice5state"
+    r"|_ZNK8gpuslice4shim11CommandLine17with_global_flags"
+    r"|_ZN8gpuslice4shim19exec_recording_init"
+    r"|_ZN8gpuslice4shim12_GLOBAL__N_120record_after_runtime"
+    r"|_ZNSt22_Optional_payload_baseIN8gpuslice4shim14PendingMonitorEE14_M_move_assign"
+    r"|_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE9_M_assignERKS4_$"
+    r"|_ZNSt6vectorINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEESaIS5_EEC2ESt16initializer_listIS5_"
+    r"|_dl_new_object$|_dl_setup_hash$|_dl_lookup_symbol_x$"
+    r"|(?:__)?mmap(?:64)?$|(?:__)?flock$|(?:__)?execve?$|_start$)")
 
 
 def executed_functions(callgrind_out: Path) -> list[str]:
@@ -56,7 +73,8 @@ def function_symbols(binary: str) -> dict[str, tuple[int, int]]:
 
 def ordering(executed: list[str], binary: str) -> list[str]:
     """`executed`, less what the binary does not define, each string
-    function followed by its resolver and all its CPU variants."""
+    function followed by its resolver and all its CPU variants (a resolver
+    seen alone brings its function's too), then what _UNSEEN names."""
     defined = function_symbols(binary)
     variants: dict[str, list[str]] = {}
     for s in defined:
@@ -66,11 +84,15 @@ def ordering(executed: list[str], binary: str) -> list[str]:
     order: dict[str, None] = {}
     for name in executed:
         m = _VARIANT.match(name)
-        family = m.group(1) if m else "__" + name.lstrip("_")
+        # glibc ran strcmp_ifunc: strcmp runs, in one variant or another
+        family = m.group(1) if m else "__" + name.removesuffix("_ifunc").lstrip("_")
         # strcmp as callgrind names it: its resolver, and the variant picked
         for n in [name, name + "_ifunc", *variants.get(family, [])]:
             if n in defined:
                 order.setdefault(n, None)
+    for n in defined:
+        if _UNSEEN.match(n):
+            order.setdefault(n, None)
     return list(order)
 
 

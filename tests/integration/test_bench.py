@@ -75,8 +75,8 @@ def test_bench_breach_prints_the_delay_to_the_kill(request, test_tmp):
 def test_hot_text_order_names_what_callgrind_saw_as_the_binary_names_it(request, test_tmp):
     """bench/start/hot_text.py: callgrind's names become the binary's own
     (its "(below main)" is glibc's __libc_start_main_impl), a string
-    function brings every CPU variant of it, recursion marks go, and what
-    the binary does not define is left out."""
+    function brings every CPU variant of it, recursion marks go, what the
+    binary does not define is left out, and what valgrind cannot run is in."""
     sys.path.insert(0, str(BENCH / "start"))
     import hot_text
     runtime = gpuslice_path(request.config)
@@ -93,3 +93,9 @@ def test_hot_text_order_names_what_callgrind_saw_as_the_binary_names_it(request,
     memchr = [n for n in order if n.startswith("__memchr_")]
     assert "__memchr_avx2" in memchr and "__memchr_evex" in memchr and "__memchr_sse2" in memchr, order
     assert "not_in_any_binary" not in order
+    # a resolver seen alone brings its function's variants, and what runs
+    # only outside valgrind (the init recorder's set-up) is there unseen
+    order = hot_text.ordering(["strcmp_ifunc"], runtime)
+    assert "strcmp_ifunc" in order and "__strcmp_evex" in order and "__strcmp_sse2" in order, order
+    assert "strcmp" not in order  # glibc's PLT slot for it, not in .text
+    assert any("lock_container_dir" in n for n in order) and "execve" in order, order

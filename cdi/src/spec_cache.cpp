@@ -16,9 +16,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <ctime>
 #include <random>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -47,6 +50,7 @@ template <class Io> void fields(Io &io, Spec &s) { io(s.version), io(s.kind), io
 namespace {
 
 constexpr std::string_view kMagic = "gpuslice-cdi-cache 1\n";
+constexpr const char *kPrunedMarker = ".pruned";
 
 class Writer {
 public:
@@ -329,8 +333,23 @@ void SpecCache::store(std::string_view text, const Spec &spec) const {
     ::unlinkat(dir, temp.c_str(), 0);
     return;
   }
-  // Bounded: once full, the others go (left-over temporaries of killed
-  // writers among them), and the specs still in use are stored again.
+  prune_now_and_then(dir);
+}
+
+void SpecCache::prune_now_and_then(int dir) const {
+  // At most once a minute (a marker's mtime), so that a node's creates do
+  // not each list a directory of a thousand entries.
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  struct stat st {};
+  if (::fstatat(dir, kPrunedMarker, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+    const auto age = static_cast<long long>(now.tv_sec) - static_cast<long long>(st.st_mtim.tv_sec);
+    if (age >= -2 && age < 60) // a second or two ahead is a tick; more, a clock set back
+      return;
+  }
+  if (UniqueFd marker{::openat(dir, kPrunedMarker, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600)})
+    (void)::futimens(marker.get(), nullptr);
+
   const int list_fd = ::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   DIR *d = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
   if (!d) {
@@ -338,19 +357,32 @@ void SpecCache::store(std::string_view text, const Spec &spec) const {
       ::close(list_fd);
     return;
   }
-  std::vector<std::string> others;
-  std::size_t entries = 0;
+  struct Entry {
+    timespec mtime;
+    std::string name;
+  };
+  std::vector<Entry> entries;
   while (const dirent *e = ::readdir(d)) {
-    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0)
+    const std::string_view name = e->d_name;
+    if (name == "." || name == ".." || name == kPrunedMarker ||
+        ::fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
       continue;
-    ++entries;
-    if (name != e->d_name)
-      others.emplace_back(e->d_name);
+    // A writer's temporary that is a minute old was left by a killed one.
+    if (name.starts_with(".new-") && now.tv_sec - st.st_mtim.tv_sec >= 60)
+      ::unlinkat(dir, e->d_name, 0);
+    else
+      entries.push_back({st.st_mtim, e->d_name});
   }
   ::closedir(d);
-  if (entries > kMaxEntries)
-    for (const auto &other : others)
-      ::unlinkat(dir, other.c_str(), 0);
+  if (entries.size() <= kMaxEntries)
+    return;
+  // The oldest go, down to three quarters: a spec still read is stored
+  // again by the next create that reads it.
+  std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {
+    return std::tie(a.mtime.tv_sec, a.mtime.tv_nsec) < std::tie(b.mtime.tv_sec, b.mtime.tv_nsec);
+  });
+  for (std::size_t k = 0; k < entries.size() - kMaxEntries * 3 / 4; ++k)
+    ::unlinkat(dir, entries[k].name.c_str(), 0);
 }
 
 } // namespace gpuslice::cdi

@@ -7,9 +7,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <filesystem>
 
 using namespace gpuslice;
@@ -44,10 +46,11 @@ std::string spec_text(const std::string &env) {
          R"("], "deviceNodes": [{"path": "/dev/null"}]}}]})";
 }
 
+// The files in the cache dir but its marker of the last look at their number.
 std::size_t entries(const std::string &dir) {
   std::size_t n = 0;
-  for ([[maybe_unused]] const auto &e : std::filesystem::directory_iterator(dir))
-    ++n;
+  for (const auto &e : std::filesystem::directory_iterator(dir))
+    n += e.path().filename() != ".pruned";
   return n;
 }
 
@@ -208,15 +211,33 @@ TEST_CASE("spec cache: a spec that does not validate is not stored", "[cdi][cach
   CHECK((!std::filesystem::exists(t / "cache") || entries(t / "cache") == 0));
 }
 
-TEST_CASE("spec cache: it holds at most kMaxEntries entries", "[cdi][cache]") {
+TEST_CASE("spec cache: past kMaxEntries the oldest go, looked for at most once a minute", "[cdi][cache]") {
   TempDir t;
-  SpecCache cache(t / "cache", "build-a");
+  const std::string dir = t / "cache";
+  SpecCache cache(dir, "build-a");
   const Spec s = parse_spec(spec_text("A=1"));
-  for (std::size_t i = 0; i < SpecCache::kMaxEntries; ++i)
-    cache.store(spec_text("A=" + std::to_string(i)), s);
-  CHECK(entries(t / "cache") == SpecCache::kMaxEntries);
+  auto set_mtime = [](const std::string &path, time_t when) {
+    const timespec times[2] = {{when, 0}, {when, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW) == 0);
+  };
+  const time_t now = ::time(nullptr);
+  const std::size_t n = SpecCache::kMaxEntries + 10;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string text = spec_text("A=" + std::to_string(i));
+    cache.store(text, s);
+    set_mtime(dir + "/" + SpecCache::entry_name(text), now - 100000 + static_cast<time_t>(i));
+  }
+  t.write("cache/.new-1-2", "a killed writer's");
+  set_mtime(dir + "/.new-1-2", now - 120);
+  // The first store looked (and found one entry); the others did not.
+  CHECK(entries(dir) == n + 1);
+
+  set_mtime(dir + "/.pruned", now - 120);
   cache.store(spec_text("last"), s);
-  CHECK(entries(t / "cache") == 1);
+  CHECK(entries(dir) == SpecCache::kMaxEntries * 3 / 4);
+  CHECK_FALSE(std::filesystem::exists(dir + "/.new-1-2"));
   CHECK(cache.find(spec_text("last")));
+  CHECK(cache.find(spec_text("A=" + std::to_string(n - 1))));
   CHECK_FALSE(cache.find(spec_text("A=0")));
+  CHECK_FALSE(cache.find(spec_text("A=" + std::to_string(n - SpecCache::kMaxEntries * 3 / 4))));
 }

@@ -39,9 +39,11 @@ const std::string &own_build_id();
 
 class SpecCache {
 public:
-  // At most this many entries are kept: a store that finds more removes
-  // the others (specs change rarely; the live ones are stored again).
-  static constexpr std::size_t kMaxEntries = 64;
+  // About this many entries are kept (a node's spec files: a DRA driver
+  // writes one per claim, and a create loads all of its kind). A store
+  // that finds more, which it looks for at most once a minute, removes the
+  // oldest down to three quarters.
+  static constexpr std::size_t kMaxEntries = 1024;
 
   explicit SpecCache(std::string dir, std::string build_id = own_build_id());
   ~SpecCache();
@@ -61,6 +63,7 @@ public:
 
 private:
   int open_dir(bool create) const;
+  void prune_now_and_then(int dir) const;
 
   std::string dir_;
   std::string build_id_;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <vector>
 
@@ -36,28 +37,60 @@ std::string read_file(const std::string &path, std::size_t max_size) {
 }
 
 std::string read_fd(int fd, const std::string &shown, std::size_t max_size) {
+  auto too_large = [&] { return Error(shown + " is larger than " + std::to_string(max_size) + " bytes"); };
+  auto read_some = [&](char *into, std::size_t n) {
+    for (;;) {
+      const ssize_t got = ::read(fd, into, n);
+      if (got >= 0)
+        return static_cast<std::size_t>(got);
+      if (errno != EINTR)
+        throw system_error("cannot read " + shown);
+    }
+  };
+  // A file whose size stat tells is read straight into the string: no copy,
+  // and no large buffer on the stack, whose pages below the ones in use
+  // are each a fresh page to fault in (the runtime reads several small
+  // files in a process that has just started, on a container's critical
+  // path).
   std::string out;
   struct stat st {};
   if (::fstat(fd, &st) == 0 && st.st_size > 0) {
-    if (static_cast<std::size_t>(st.st_size) > max_size)
-      throw Error(shown + " is larger than " + std::to_string(max_size) + " bytes");
-    out.reserve(static_cast<std::size_t>(st.st_size));
-  }
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      throw system_error("cannot read " + shown);
+    const auto size = static_cast<std::size_t>(st.st_size);
+    if (size > max_size)
+      throw too_large();
+    out.resize(size);
+    std::size_t have = 0;
+    while (have < size) {
+      const std::size_t got = read_some(out.data() + have, size - have);
+      if (got == 0) { // it shrank
+        out.resize(have);
+        return out;
+      }
+      have += got;
     }
-    if (n == 0)
-      break;
-    out.append(buf, static_cast<std::size_t>(n));
+    // End of file, or did it grow? (One byte: a probe into the string would
+    // grow it, and with it the heap, by a chunk.)
+    char extra = 0;
+    if (read_some(&extra, 1) == 0)
+      return out;
+    out.push_back(extra);
     if (out.size() > max_size)
-      throw Error(shown + " is larger than " + std::to_string(max_size) + " bytes");
+      throw too_large();
   }
-  return out;
+  // The rest: a file that grew, or one whose size stat does not tell
+  // (/proc), into the string's tail in chunks that double.
+  std::size_t chunk = 4096;
+  for (;;) {
+    const std::size_t have = out.size();
+    out.resize(have + chunk);
+    const std::size_t got = read_some(out.data() + have, chunk);
+    out.resize(have + got);
+    if (got == 0)
+      return out;
+    if (out.size() > max_size)
+      throw too_large();
+    chunk = std::min<std::size_t>(chunk * 2, std::size_t{1} << 20);
+  }
 }
 
 void write_file_atomic(const std::string &path, std::string_view data, mode_t mode, Durability durability) {

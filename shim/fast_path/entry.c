@@ -247,7 +247,8 @@ static int needs_full_program(int verb, int skip, char **argv, enum gpuslice_fp_
  * (gpuslice_fp_spec_may_request, with the triggers the full program put in
  * the record); the full program runs on any doubt. */
 
-static char spec_buf[1 << 20];
+/* Page-aligned: a config.json of up to 4 KiB is then read into one page. */
+static char spec_buf[1 << 20] __attribute__((aligned(4096)));
 
 /* 1 when the create's config.json was read and holds no request. */
 static int spec_without_request(int argc, char **argv, int verb, const struct gpuslice_fp_record *r) {

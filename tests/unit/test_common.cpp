@@ -55,6 +55,37 @@ TEST_CASE("clean_path and depth", "[common]") {
   }
 }
 
+TEST_CASE("read_fd: a file of the size stat tells, and one of no size (a pipe), each bounded", "[common]") {
+  char dir[] = "/tmp/gpuslice-test-XXXXXX";
+  REQUIRE(::mkdtemp(dir));
+  const std::string path = std::string(dir) + "/f";
+  std::string text;
+  for (int i = 0; text.size() < 10000; ++i)
+    text += std::to_string(i) + ",";
+  fs::write_file_atomic(path, text, 0600);
+  CHECK(fs::read_file(path) == text);
+  CHECK(fs::read_file(path, text.size()) == text);
+  CHECK_THROWS_WITH(fs::read_file(path, text.size() - 1), Catch::Contains("is larger than"));
+
+  // A pipe: fstat tells no size, so it is read in chunks until its end.
+  int p[2];
+  REQUIRE(::pipe(p) == 0);
+  const std::string piped = text + text; // more than one chunk, less than the pipe holds
+  REQUIRE(::write(p[1], piped.data(), piped.size()) == static_cast<ssize_t>(piped.size()));
+  ::close(p[1]);
+  CHECK(fs::read_fd(p[0], "pipe") == piped);
+  ::close(p[0]);
+
+  REQUIRE(::pipe(p) == 0);
+  REQUIRE(::write(p[1], piped.data(), piped.size()) == static_cast<ssize_t>(piped.size()));
+  ::close(p[1]);
+  CHECK_THROWS_WITH(fs::read_fd(p[0], "pipe", 5000), Catch::Contains("pipe is larger than 5000 bytes"));
+  ::close(p[0]);
+
+  ::unlink(path.c_str());
+  ::rmdir(dir);
+}
+
 TEST_CASE("write_file_atomic replaces content and keeps the mode", "[common]") {
   char dir[] = "/tmp/gpuslice-test-XXXXXX";
   REQUIRE(::mkdtemp(dir));

@@ -289,8 +289,10 @@ def main() -> int:
     ap.add_argument("--phases", action="store_true",
                     help="also print the median of each phase (create, start, wait, delete) per runtime")
     ap.add_argument("--hot-text", default="", metavar="FILE",
-                    help="time nothing: run one cycle of the wrapper per scenario under valgrind's callgrind and "
-                         "write the functions they ran to FILE, in the order lld is to lay them out "
+                    help="time nothing: run one cycle of the wrapper per scenario under valgrind's callgrind (and "
+                         "one under its lackey, for the data it touches) and "
+                         "write the functions they ran and the data they touched to FILE, in the order lld is to lay "
+                         "them out "
                          "(shim/hot-text.order; bench/start/hot_text.py)")
     a = ap.parse_args()
 
@@ -405,6 +407,12 @@ def main() -> int:
                 # the spec cache filled).
                 cycle(wrapped, slots[0], f"bench-{sc}-unprofiled", configs["wrapper"])
                 cycle(profiled, slots[0], f"bench-{sc}-profiled", configs["wrapper"])
+                # And the data it touches (lackey, a line per access: ~0.5 GB
+                # for a create, on the work dir's tmpfs for a moment).
+                traced = ocitest.Runtime("traced", ["valgrind", "--tool=lackey", "--trace-mem=yes",
+                                                    f"--log-file={tmp}/lackey.%p", wrapper],
+                                         root, env=wrapped.env, lowlevel=plain)
+                cycle(traced, slots[0], f"bench-{sc}-traced", configs["wrapper"])
                 continue
             phases = {name: [] for name in runners}
             shuffle = random.Random(a.seed).shuffle
@@ -475,9 +483,10 @@ def main() -> int:
         for i in range(a.node_containers):
             wrapped.delete(f"{NODE_PREFIX}{i}", force=True)
         if a.hot_text:
-            n = hot_text.write_order(sorted(tmp.glob("callgrind.*")), wrapper, Path(a.hot_text),
-                                     shlex.join(["bench/start/bench_start.py", *sys.argv[1:]]))
-            print(f"{a.hot_text}: {n} functions")
+            functions, data = hot_text.write_order(sorted(tmp.glob("callgrind.*")), sorted(tmp.glob("lackey.*")),
+                                                   wrapper, Path(a.hot_text),
+                                                   shlex.join(["bench/start/bench_start.py", *sys.argv[1:]]))
+            print(f"{a.hot_text}: {functions} functions, {data} data objects")
         return 1 if (failed and a.check) else 0
     finally:
         # What a failed run left running (the node's containers included)

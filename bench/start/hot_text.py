@@ -13,9 +13,16 @@ glibc's start-up (callgrind's "(below main)"), every CPU variant of the
 string functions it saw one variant of (glibc picks one per CPU at start-up,
 and valgrind's emulated CPU is not the node's), and what runs only outside
 valgrind (_UNSEEN).
+
+After them come the small data and bss objects that a create touches, as
+valgrind's lackey saw its loads and stores: a first write to a data or bss
+page takes a fresh page (copied, or zeroed), ~2-13 us each on a small VM,
+and start-up's writes (glibc's, libstdc++'s, libselinux's, ours) are a few
+KB spread over some 15 pages of an unordered link.
 """
 from __future__ import annotations
 
+import bisect
 import re
 import subprocess
 from pathlib import Path
@@ -45,6 +52,18 @@ _UNSEEN = re.compile(
     r"|(?:__)?mmap(?:64)?$|(?:__)?flock$|(?:__)?execve?$|_start$)")
 
 
+# Larger objects (buffers, a child's static stack) are touched only in
+# part: listed, they would keep the small ones apart.
+_MAX_HOT_DATA = 8192
+# A line of lackey's --trace-mem=yes: " S 04d35a0,8" (a store; L loads, M
+# modifies). Loads count too: a first read of a bss page faults as well
+# (the zero page mapped), if more cheaply.
+_ACCESS = re.compile(r"^ [LSM] ([0-9a-f]+),")
+# What a create touches on a node but not under valgrind (whose CPU has no
+# TSX, so glibc's lock elision is never set up), found from page faults.
+_UNSEEN_DATA = ["__pthread_force_elision", "__nptl_initial_report_events"]
+
+
 def executed_functions(callgrind_out: Path) -> list[str]:
     """The functions a callgrind output (run with --demangle=no) saw run,
     in the order it first names them."""
@@ -69,6 +88,60 @@ def function_symbols(binary: str) -> dict[str, tuple[int, int]]:
         if len(f) == 4 and f[2] in "tTiW":
             symbols.setdefault(f[3], (int(f[0], 16), int(f[1], 16)))
     return symbols
+
+
+def writable_segments(binary: str) -> list[tuple[int, int]]:
+    """The binary's writable PT_LOAD segments: start and end in memory."""
+    out = subprocess.run(["readelf", "-lW", binary], capture_output=True, text=True, check=True).stdout
+    segments = []
+    for f in (line.split() for line in out.splitlines()):
+        # LOAD Offset VirtAddr PhysAddr FileSiz MemSiz Flg... Align
+        if f and f[0] == "LOAD" and "W" in "".join(f[6:-1]):
+            segments.append((int(f[2], 16), int(f[2], 16) + int(f[5], 16)))
+    return segments
+
+
+def data_symbols(binary: str) -> dict[str, tuple[int, int]]:
+    """The binary's data and bss objects: address and size. (Not its
+    thread-local ones, whose "address" is an offset in each thread's
+    block.)"""
+    out = subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True, text=True, check=True).stdout
+    segments = writable_segments(binary)
+    symbols: dict[str, tuple[int, int]] = {}
+    for f in (line.split() for line in out.splitlines()):
+        if len(f) == 4 and f[2] in "dDbBvVu":  # u: libstdc++'s unique guard variables
+            address = int(f[0], 16)
+            if any(start <= address < end for start, end in segments):
+                symbols.setdefault(f[3], (address, int(f[1], 16)))
+    return symbols
+
+
+def touched_data(lackey_outputs: list[Path], binary: str) -> list[str]:
+    """The data and bss objects of at most _MAX_HOT_DATA bytes that lackey's
+    outputs (--trace-mem=yes) saw read or written, in the order first
+    touched, then those of _UNSEEN_DATA the binary has."""
+    objects = sorted((a, a + max(size, 1), name) for name, (a, size) in data_symbols(binary).items()
+                     if size <= _MAX_HOT_DATA)
+    starts = [a for a, _, _ in objects]
+    low, high = (objects[0][0], objects[-1][1]) if objects else (0, 0)
+    touched: dict[str, None] = {}
+    for out in lackey_outputs:
+        with out.open(errors="replace") as lines:
+            for line in lines:
+                m = _ACCESS.match(line)
+                if not m:
+                    continue
+                address = int(m.group(1), 16)
+                if not low <= address < high:
+                    continue
+                k = bisect.bisect_right(starts, address) - 1
+                if k >= 0 and address < objects[k][1]:
+                    touched.setdefault(objects[k][2], None)
+    defined = {name for _, _, name in objects}
+    for name in _UNSEEN_DATA:
+        if name in defined:
+            touched.setdefault(name, None)
+    return list(touched)
 
 
 def ordering(executed: list[str], binary: str) -> list[str]:
@@ -96,17 +169,20 @@ def ordering(executed: list[str], binary: str) -> list[str]:
     return list(order)
 
 
-def write_order(outputs: list[Path], binary: str, path: Path, command: str) -> int:
-    """Writes the ordering file from callgrind's outputs; the number of
-    functions in it."""
+def write_order(outputs: list[Path], lackey_outputs: list[Path], binary: str, path: Path,
+                command: str) -> tuple[int, int]:
+    """Writes the ordering file from callgrind's and lackey's outputs; the
+    number of functions and of data objects in it."""
     executed: dict[str, None] = {}
     for out in outputs:
         for name in executed_functions(out):
             executed.setdefault(name, None)
     order = ordering(list(executed), binary)
+    data = touched_data(lackey_outputs, binary)
     path.write_text(f"# gpuslice-runtime's start-up functions, first in its text (bench/start/hot_text.py).\n"
-                    f"# Written by: {command}\n" + "".join(f"{n}\n" for n in order))
-    return len(order)
+                    f"# Written by: {command}\n" + "".join(f"{n}\n" for n in order) +
+                    "# The data and bss objects a create touches, first in theirs.\n" + "".join(f"{n}\n" for n in data))
+    return len(order), len(data)
 
 
 def check_layout(binary: str, order_file: Path) -> tuple[str, str]:
@@ -114,7 +190,8 @@ def check_layout(binary: str, order_file: Path) -> tuple[str, str]:
     it is), and what was found: most of the file's functions must be in the
     binary (else the file is stale: bench_start.py --hot-text writes it
     again), and together, in little more than their own size."""
-    wanted = [n for n in order_file.read_text().splitlines() if n and not n.startswith("#")]
+    data = data_symbols(binary)
+    wanted = [n for n in order_file.read_text().splitlines() if n and not n.startswith("#") and n not in data]
     where = function_symbols(binary)
     found = [where[n] for n in wanted if n in where]
     if len(found) < 0.75 * len(wanted):

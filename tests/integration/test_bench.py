@@ -99,3 +99,45 @@ def test_hot_text_order_names_what_callgrind_saw_as_the_binary_names_it(request,
     assert "strcmp_ifunc" in order and "__strcmp_evex" in order and "__strcmp_sse2" in order, order
     assert "strcmp" not in order  # glibc's PLT slot for it, not in .text
     assert any("lock_container_dir" in n for n in order) and "execve" in order, order
+
+
+def test_hot_text_order_lists_the_small_data_a_create_touches_after_the_functions(request, test_tmp):
+    """bench/start/hot_text.py: lackey's loads and stores into the binary's
+    data and bss name their objects, first touched first; an instruction
+    fetch, an address outside every object and an object too large to pack
+    with the others (the fast path's buffers) name nothing. The ordering
+    file holds them after the functions, and the layout check, which is of
+    the text, passes over them."""
+    sys.path.insert(0, str(BENCH / "start"))
+    import hot_text
+    runtime = gpuslice_path(request.config)
+    data = hot_text.data_symbols(runtime)
+    arena, pagesize, large = data["main_arena"], data["_dl_pagesize"], data["record_buf"]
+    assert large[1] > hot_text._MAX_HOT_DATA
+    test_tmp.mkdir(exist_ok=True)
+    lackey = test_tmp / "lackey.1"
+    lackey.write_text("==1== Lackey\n"
+                      f"I  {pagesize[0]:08x},4\n"  # an instruction fetch at that address: not data
+                      f" S {arena[0] + 8:08x},8\n"
+                      f" L {pagesize[0]:08x},8\n"
+                      f" M {arena[0]:08x},4\n"
+                      f" S {large[0] + 16:08x},8\n"
+                      " L 00000010,8\n")
+    touched = hot_text.touched_data([lackey], runtime)
+    assert touched[:2] == ["main_arena", "_dl_pagesize"], touched
+    assert "record_buf" not in touched
+    # touched on a node, never under valgrind
+    assert touched[2:] == [n for n in hot_text._UNSEEN_DATA if n in data], touched
+
+    callgrind = test_tmp / "callgrind.1"
+    callgrind.write_text("events: Ir\nfn=(1) gpuslice_runtime_entry\n0 1\nfn=(2) main\n0 1\n")
+    order_file = test_tmp / "hot.order"
+    functions, objects = hot_text.write_order([callgrind], [lackey], runtime, order_file, "a test")
+    lines = [n for n in order_file.read_text().splitlines() if not n.startswith("#")]
+    assert lines[:functions] == hot_text.ordering(["gpuslice_runtime_entry", "main"], runtime)
+    assert lines[functions:] == touched and objects == len(touched)
+    # the committed list's data does not count against its functions
+    committed = Path(__file__).resolve().parents[2] / "shim" / "hot-text.order"
+    why, found = hot_text.check_layout(runtime, committed)
+    assert not why and "listed functions" in found, why
+    assert any(n in data for n in committed.read_text().splitlines()), "no data objects in the committed list"

@@ -65,6 +65,23 @@ def test_bench_shims_prints_the_monitors_memory(request, test_tmp):
                      out, re.M), out
 
 
+def test_bench_create_prints_each_builds_creates_against_the_first(request, test_tmp):
+    """bench/start/bench_create.py: real creates with 2 devices (a failed one
+    stops it), each build's median and its paired difference to the first,
+    nothing left in TMPDIR."""
+    runtime = gpuslice_path(request.config)
+    tmp = test_tmp / "tmp"
+    tmp.mkdir(parents=True)
+    p = subprocess.run([sys.executable, str(BENCH / "start" / "bench_create.py"), runtime, runtime,
+                        "-n", "3", "--warmup", "1"], env=dict(os.environ, TMPDIR=str(tmp)),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = re.findall(rf"^create median +{NUMBER} ms +p10 +{NUMBER} +paired vs first ({NUMBER}) ms +(\S+)$",
+                       p.stdout, re.M)
+    assert [path for _, path in lines] == [runtime, runtime] and lines[0][0] == "+0.000", p.stdout
+    assert not list(tmp.iterdir()), list(tmp.iterdir())
+
+
 def test_bench_breach_prints_the_delay_to_the_kill(request, test_tmp):
     out = run_bench("shim/bench_breach.py", gpuslice_path(request.config), test_tmp / "tmp",
                     "--rounds", "1", "--intervals", "100ms")

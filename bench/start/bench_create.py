@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Creates alone, A/B: the wall time of `gpuslice-runtime create` of a
+container with 2 CDI devices, for two or more builds, interleaved (the
+order shuffled every iteration), with /bin/true standing as runc.
+
+Why: bench_start.py's cycles hold runc's own create, which swings by
+milliseconds on a busy VM; a change worth 0.1 ms to gpuslice's part
+(a few page faults, a parse) drowns there. Here only gpuslice's own
+work and its exec of the runtime are timed. The figure is the paired
+median against the first build (per-iteration difference).
+
+With /bin/true as the runtime the init recorder, which runs beside it,
+finds no init and says so (its error is not timed, but it runs on the
+other CPU meanwhile, alike for every build). The spec cache and the
+fast-path record are filled by warm-up creates first.
+
+Run as root:  bench/start/bench_create.py OLD_BUILD NEW_BUILD [-n 300]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+KIND = "bench.example/gpu"
+ANNOTATION = "cdi.k8s.io/gpuslice-bench"
+
+
+def write_setup(work: Path) -> tuple[Path, bytes]:
+    """A spec dir with two devices (host nodes that exist everywhere), the
+    config, and a bundle's config.json asking for both; the config path
+    and config.json's bytes."""
+    specs = work / "cdi"
+    specs.mkdir()
+    spec = {"cdiVersion": "0.6.0", "kind": KIND,
+            "devices": [{"name": "0", "containerEdits": {"deviceNodes": [{"path": "/dev/null"}]}},
+                        {"name": "1", "containerEdits": {"deviceNodes": [{"path": "/dev/zero"}]}}],
+            "containerEdits": {"env": ["BENCH_DRIVER=1"]}}
+    (specs / "bench.json").write_text(json.dumps(spec))
+    config = work / "gpuslice.toml"
+    config.write_text(f'[cdi]\nspec-dirs = ["{specs}"]\n\n[runtime]\nruntimes = ["/bin/true"]\n'
+                      f'state-dir = "{work / "state"}"\n\n[log]\nlevel = "warn"\ntarget = "file"\n'
+                      f'directory = "{work / "log"}"\n')
+    (work / "bundle" / "rootfs").mkdir(parents=True)
+    spec_json = {"ociVersion": "1.0.2", "process": {"args": ["true"], "cwd": "/", "env": ["PATH=/bin"]},
+                 "root": {"path": "rootfs"}, "linux": {"namespaces": [{"type": "mount"}]},
+                 "annotations": {ANNOTATION: f"{KIND}=0,{KIND}=1"}}
+    return config, json.dumps(spec_json).encode()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("builds", nargs="+", help="gpuslice-runtime binaries; the first is the baseline")
+    ap.add_argument("-n", "--iterations", type=int, default=300, help="creates per build (default 300)")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed creates per build first (default 3)")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("bench_create.py: run as root (the spec cache and the fast path are root's)")
+    builds = [str(Path(b).resolve()) for b in a.builds]
+    for b in builds:
+        if not os.access(b, os.X_OK):
+            raise SystemExit(f"bench_create.py: {b} is not an executable")
+    print(f"# {shlex.join([sys.executable, *sys.argv])}")
+    print(f"# {len(builds)} builds, {a.iterations} creates each (+{a.warmup} warm-up), {os.cpu_count()} cpus, "
+          f"kernel {os.uname().release}, runtime /bin/true")
+    with tempfile.TemporaryDirectory(prefix="gpuslice-bench-create-") as tmp:
+        work = Path(tmp)
+        config, config_json = write_setup(work)
+        bundle = work / "bundle"
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "GPUSLICE_CONFIG": str(config)}
+        root = work / "runtime-state"
+
+        def create(build: str, cid: str) -> float:
+            (bundle / "config.json").write_bytes(config_json)  # the create rewrites it
+            argv = [build, "--root", str(root), "create", "--bundle", str(bundle), cid]
+            start = time.perf_counter()
+            pid = os.posix_spawn(build, argv, env)
+            _, status = os.waitpid(pid, 0)
+            took = time.perf_counter() - start
+            if os.waitstatus_to_exitcode(status) != 0:
+                raise SystemExit(f"bench_create.py: {shlex.join(argv)} failed")
+            subprocess.run([build, "--root", str(root), "delete", "--force", cid], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            return took
+
+        for i in range(a.warmup):
+            for b in builds:
+                create(b, f"warm{i}")
+        times: dict[str, list[float]] = {b: [] for b in builds}
+        shuffle = random.Random(1).shuffle
+        for i in range(a.iterations):
+            order = builds[:]
+            shuffle(order)
+            for b in order:
+                times[b].append(create(b, f"c{i}"))
+        base = times[builds[0]]
+        for b in builds:
+            paired = statistics.median(x - y for x, y in zip(times[b], base))
+            print(f"create median {statistics.median(times[b]) * 1e3:7.3f} ms  p10 "
+                  f"{statistics.quantiles(times[b], n=10)[0] * 1e3:7.3f}  paired vs first {paired * 1e3:+.3f} ms  {b}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

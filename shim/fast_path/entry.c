@@ -101,10 +101,20 @@ static const char *env_value(char **envp, const char *name) {
 }
 
 /* Static: the stack stays as small as glibc expects it, and only the pages
- * touched are faulted in. */
-static char record_buf[GPUSLICE_FAST_PATH_MAX_CONFIG + 8192];
-static char config_buf[GPUSLICE_FAST_PATH_MAX_CONFIG + 1];
-static char state_path[4096];
+ * touched are faulted in. What a call reads (its record, the config, a
+ * create's config.json) goes into one arena, each after the one before:
+ * the ~4 KB a create reads lie in one or two pages, where a buffer each
+ * took a page each (a fresh page is a fault and a zeroed page, in a
+ * process that has just started). */
+#define RECORD_MAX (GPUSLICE_FAST_PATH_MAX_CONFIG + 8192)
+#define SPEC_MAX ((1 << 20) - 1)
+static char read_arena[RECORD_MAX + GPUSLICE_FAST_PATH_MAX_CONFIG + 1 + SPEC_MAX + 1] __attribute__((aligned(4096)));
+static size_t read_arena_used;
+
+/* The paths it builds go into the arena's free part too (nothing is read
+ * into it while one is in use), where a config.json is read over them. */
+#define PATH_CAPACITY 4096
+static char *free_arena(void) { return read_arena + read_arena_used; }
 
 /* Reads this config path's record; 0 and *r filled when there is a sound one. */
 static int read_record(const char *config_path, struct gpuslice_fp_record *r) {
@@ -120,16 +130,18 @@ static int read_record(const char *config_path, struct gpuslice_fp_record *r) {
   if (fd < 0)
     return -1;
   ok = sys_statx(fd, "", AT_EMPTY_PATH, &st) == 0 && S_ISREG(st.stx_mode) && root_only(&st);
-  const long len = ok ? read_all(fd, record_buf, sizeof record_buf - 1) : -1;
+  char *const buf = free_arena();
+  const long len = ok ? read_all(fd, buf, RECORD_MAX - 1) : -1;
   sys_close(fd);
   if (len < 0)
     return -1;
-  return gpuslice_fp_parse_record(record_buf, (size_t)len, r);
+  read_arena_used += (size_t)len + 1; /* parsing writes buf[len] */
+  return gpuslice_fp_parse_record(buf, (size_t)len, r);
 }
 
-/* The config file's bytes: 1 and *len when read, 0 when there is none, -1
- * when it cannot be compared (unreadable, not a file, too large). */
-static int read_config(const char *path, long *len) {
+/* The config file's bytes: 1 and *len when read (into *bytes), 0 when there
+ * is none, -1 when it cannot be compared (unreadable, not a file, too large). */
+static int read_config(const char *path, const char **bytes, long *len) {
   const int fd = sys_openat(AT_FDCWD, path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
   if (fd == -ENOENT)
     return 0;
@@ -137,9 +149,14 @@ static int read_config(const char *path, long *len) {
     return -1;
   struct statx st;
   const int regular = sys_statx(fd, "", AT_EMPTY_PATH, &st) == 0 && S_ISREG(st.stx_mode);
-  *len = regular ? read_all(fd, config_buf, GPUSLICE_FAST_PATH_MAX_CONFIG) : -1;
+  char *const buf = free_arena();
+  *len = regular ? read_all(fd, buf, GPUSLICE_FAST_PATH_MAX_CONFIG) : -1;
   sys_close(fd);
-  return *len < 0 ? -1 : 1;
+  if (*len < 0)
+    return -1;
+  read_arena_used += (size_t)*len;
+  *bytes = buf;
+  return 1;
 }
 
 static char *append(char *p, const char *s) {
@@ -195,8 +212,9 @@ static int has_state(const char *state_dir, const char *id, int monitor) {
   static const char containers[] = "/containers/", monitor_args[] = "/" GPUSLICE_FP_MONITOR_ARGS;
   if (!gpuslice_fp_safe_container_id(id))
     return 0; /* never a state dir's name (state::container_dir_exists) */
-  if (gpuslice_fp_strlen(state_dir) + sizeof containers + 256 + sizeof monitor_args > sizeof state_path)
+  if (gpuslice_fp_strlen(state_dir) + sizeof containers + 256 + sizeof monitor_args > PATH_CAPACITY)
     return 1;
+  char *const state_path = free_arena();
   char *const end = append(append(append(state_path, state_dir), containers), id);
   struct statx st;
   long rc = sys_statx(AT_FDCWD, state_path, AT_SYMLINK_NOFOLLOW, &st);
@@ -247,9 +265,6 @@ static int needs_full_program(int verb, int skip, char **argv, enum gpuslice_fp_
  * (gpuslice_fp_spec_may_request, with the triggers the full program put in
  * the record); the full program runs on any doubt. */
 
-/* Page-aligned: a config.json of up to 4 KiB is then read into one page. */
-static char spec_buf[1 << 20] __attribute__((aligned(4096)));
-
 /* 1 when the create's config.json was read and holds no request. */
 static int spec_without_request(int argc, char **argv, int verb, const struct gpuslice_fp_record *r) {
   static const char name[] = "/config.json";
@@ -258,18 +273,18 @@ static int spec_without_request(int argc, char **argv, int verb, const struct gp
     return 0;
   if (!bundle)
     bundle = ".";
-  if (gpuslice_fp_strlen(bundle) + sizeof name > sizeof state_path)
+  char *const buf = free_arena(); /* the path, then the bytes over it */
+  if (gpuslice_fp_strlen(bundle) + sizeof name > PATH_CAPACITY)
     return 0;
-  append(append(state_path, bundle), name);
-  const int fd = sys_openat(AT_FDCWD, state_path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  append(append(buf, bundle), name);
+  const int fd = sys_openat(AT_FDCWD, buf, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     return 0;
   struct statx st;
-  const long len = sys_statx(fd, "", AT_EMPTY_PATH, &st) == 0 && S_ISREG(st.stx_mode)
-                       ? read_all(fd, spec_buf, sizeof spec_buf - 1)
-                       : -1;
+  const long len =
+      sys_statx(fd, "", AT_EMPTY_PATH, &st) == 0 && S_ISREG(st.stx_mode) ? read_all(fd, buf, SPEC_MAX) : -1;
   sys_close(fd);
-  return len >= 0 && !gpuslice_fp_spec_may_request(spec_buf, (size_t)len, r);
+  return len >= 0 && !gpuslice_fp_spec_may_request(buf, (size_t)len, r);
 }
 
 /* ---- delete of a container with state ----------------------------------
@@ -328,8 +343,9 @@ static __attribute__((noreturn)) void sys_exit(int code) {
  * only when the full program is to run instead. */
 static void delete_stateful(char **argv, char **envp, const char *runtime, const char *state_dir, const char *id) {
   static const char containers_dir[] = "/containers";
-  if (gpuslice_fp_strlen(state_dir) + sizeof containers_dir > sizeof state_path)
+  if (gpuslice_fp_strlen(state_dir) + sizeof containers_dir > PATH_CAPACITY)
     return;
+  char *const state_path = free_arena();
   append(append(state_path, state_dir), containers_dir);
   struct statx st;
   const int containers = sys_openat(AT_FDCWD, state_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -411,9 +427,10 @@ void gpuslice_fast_path(long *sp) {
   if (read_record(config_path, &r) != 0)
     return;
   long config_len = 0;
-  const int config = read_config(config_path, &config_len);
+  const char *config_bytes = 0;
+  const int config = read_config(config_path, &config_bytes, &config_len);
   if (config < 0 ||
-      !gpuslice_fp_record_matches(&r, config_path, config ? config_buf : 0, (size_t)config_len, env_value(envp, "PATH")))
+      !gpuslice_fp_record_matches(&r, config_path, config_bytes, (size_t)config_len, env_value(envp, "PATH")))
     return;
   /* A delete whose container (the last argument, runc's and crun's place
    * for it) is the only one with a state dir may still be the entry's. */

@@ -5,7 +5,9 @@
  * time it reaches it. When FAKE_CUDA_GPU_LOCK names a file, the worker holds an
  * flock on it while it has work (up to a 2 ms time slice), so processes share
  * one GPU's time as contexts do; then an event's time says when this process's
- * work actually ran, not when it was queued. The first 4 KiB of that file
+ * work actually ran, not when it was queued, and a kernel longer than what is
+ * left of its slice is preempted when another process waits, so that its
+ * events hold the other process's slice too, as on a real GPU. The first 4 KiB of that file
  * count the processes waiting for it.
  */
 #define _GNU_SOURCE
@@ -116,9 +118,25 @@ static void *worker(void *arg) {
         ev->t_ns = start;
         atomic_store(&ev->state, 2);
       } else if (ns) {
-        spin_until(start + ns);
-        atomic_fetch_add(&ch.busy_ns, ns);
-        available = last_end = start + ns;
+        /* A kernel still running at the end of the slice is preempted when
+         * another process waits for the GPU (compute preemption, as since
+         * Pascal); the rest of it runs in this channel's next slice. */
+        uint64_t end = start + ns, stop = end;
+        if (end > slice_end) {
+          uint64_t slice_over = start > slice_end ? start : slice_end;
+          spin_until(slice_over);
+          if (page && atomic_load(&page->waiters)) stop = slice_over;
+        }
+        spin_until(stop);
+        atomic_fetch_add(&ch.busy_ns, stop - start);
+        available = last_end = stop;
+        if (stop < end) {
+          pthread_mutex_lock(&ch.mu);
+          ch.q[i].ns = end - stop;
+          ch.q[i].t_enq = 0;
+          ch.busy = 0;
+          break; /* the slice is over: hand the GPU over with the rest queued */
+        }
       }
       pthread_mutex_lock(&ch.mu);
       ch.busy = 0;

@@ -2,13 +2,15 @@
 # Compute shares on the fake GPU, measured by the programs themselves.
 #   compute_share.sh GPUSLICE SHARE_TEST STATE_DIR solo API PCT
 #       one process, policy fixed at PCT%, alone on the GPU: gets PCT +- 5
-#   compute_share.sh GPUSLICE SHARE_TEST STATE_DIR pair PCT_A PCT_B
+#   compute_share.sh GPUSLICE SHARE_TEST STATE_DIR pair PCT_A PCT_B [KERNEL_MS [STARVED]]
 #       two "containers" (two gpuslice exec) at PCT_A / PCT_B, policy fixed,
-#       time-sharing one fake GPU: neither gets more than its share + 5 (the
-#       cap is what gpuslice enforces), neither less than its share - 15 (how
-#       close each comes to its cap also depends on the fake GPU's lock,
-#       which is not fair: on a loaded 2-core CI machine the 30% side once
-#       measured 23.2%), and together they keep the GPU busy (>= 85%)
+#       time-sharing one fake GPU (kernels of 1 ms, or KERNEL_MS: longer than
+#       the fake's 2 ms slice, they are preempted mid-kernel and their samples
+#       stretched, as on a real GPU): neither gets more than its share + 5 (the
+#       cap is what gpuslice enforces), neither less than its share - STARVED
+#       (default 15: how close each comes to its cap also depends on the fake
+#       GPU's lock, which is not fair: on a loaded 2-core CI machine the 30%
+#       side once measured 23.2%), and together they keep the GPU busy (>= 85%)
 #   compute_share.sh GPUSLICE SHARE_TEST STATE_DIR burst PCT
 #       policy burst alone: not capped (over 80); next to a busy burst
 #       container: capped at PCT (at most PCT + 5, at least PCT - 15)
@@ -35,21 +37,21 @@ solo)
   check "$api alone at $pct%" "$(share_of "$state/a.out")" "$pct"
   ;;
 pair)
-  a=$1 b=$2
-  "$gs" exec --compute-limit "$a" --policy fixed --state-dir "$state/a" -- "$prog" kernel 3 >"$state/a.out" &
+  a=$1 b=$2 kernel_ms=${3:-1} starved=${4:-15}
+  "$gs" exec --compute-limit "$a" --policy fixed --state-dir "$state/a" -- "$prog" kernel 3 0 "$kernel_ms" >"$state/a.out" &
   pa=$!
-  "$gs" exec --compute-limit "$b" --policy fixed --state-dir "$state/b" -- "$prog" kernel 3 >"$state/b.out" &
+  "$gs" exec --compute-limit "$b" --policy fixed --state-dir "$state/b" -- "$prog" kernel 3 0 "$kernel_ms" >"$state/b.out" &
   pb=$!
   wait $pa
   wait $pb
   sa=$(share_of "$state/a.out") sb=$(share_of "$state/b.out")
   echo "container A: measured $sa%, cap $a%; container B: measured $sb%, cap $b%"
-  awk -v sa="$sa" -v sb="$sb" -v a="$a" -v b="$b" -v t="$tol" 'BEGIN {
+  awk -v sa="$sa" -v sb="$sb" -v a="$a" -v b="$b" -v t="$tol" -v s="$starved" 'BEGIN {
     bad = 0
     if (sa > a + t) { print "container A is over its cap"; bad = 1 }
     if (sb > b + t) { print "container B is over its cap"; bad = 1 }
-    if (sa < a - 15) { print "container A is starved"; bad = 1 }
-    if (sb < b - 15) { print "container B is starved"; bad = 1 }
+    if (sa < a - s) { print "container A is starved"; bad = 1 }
+    if (sb < b - s) { print "container B is starved"; bad = 1 }
     if (sa + sb < 85) { print "the GPU sits idle between the two"; bad = 1 }
     exit bad }'
   ;;

@@ -1,9 +1,11 @@
-/* A compute-bound loop on the fake GPU: launches 1 ms spin kernels through one
- * launch API as fast as the GPU takes them and prints the share of wall time
- * its kernels ran on the GPU, measured after a warm-up:
- *   share_test API SECONDS [MIB]   (API: kernel kernel_ptsz ex ex_ptsz coop coop_ptsz graph graph_ptsz)
- * prints "share 29.7". With MIB it holds that much device memory meanwhile,
- * as a real context does: the driver (and NVML) then lists the process.
+/* A compute-bound loop on the fake GPU: launches spin kernels (1 ms, or
+ * KERNEL_MS) through one launch API as fast as the GPU takes them and prints
+ * the share of wall time its kernels ran on the GPU, measured after a warm-up:
+ *   share_test API SECONDS [MIB [KERNEL_MS]]
+ *   (API: kernel kernel_ptsz ex ex_ptsz coop coop_ptsz graph graph_ptsz)
+ * prints "share 29.7". With MIB (0: none) it holds that much device memory
+ * meanwhile, as a real context does: the driver (and NVML) then lists the
+ * process.
  */
 #define _GNU_SOURCE
 #include "gpuslice/cuda_api.h"
@@ -22,7 +24,7 @@ static uint64_t now_ns(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3 && argc != 4) return fprintf(stderr, "usage: share_test API SECONDS [MIB]\n"), 1;
+  if (argc < 3 || argc > 5) return fprintf(stderr, "usage: share_test API SECONDS [MIB [KERNEL_MS]]\n"), 1;
   const char *api = argv[1];
   uint64_t run_ns = (uint64_t)(atof(argv[2]) * 1e9), warm_ns = run_ns / 4;
   CUcontext ctx;
@@ -32,9 +34,10 @@ int main(int argc, char **argv) {
       cuModuleGetFunction(&f, mod, "spin"))
     return fprintf(stderr, "share_test: no context\n"), 1;
   CUdeviceptr held = 0;
-  if (argc == 4 && cuMemAlloc_v2(&held, (size_t)atoi(argv[3]) << 20))
+  if (argc >= 4 && atoi(argv[3]) > 0 && cuMemAlloc_v2(&held, (size_t)atoi(argv[3]) << 20))
     return fprintf(stderr, "share_test: cannot allocate %s MiB\n", argv[3]), 1;
-  uint64_t kernel_ns = 1000000;
+  uint64_t kernel_ns = argc == 5 ? (uint64_t)(atof(argv[4]) * 1e6) : 1000000;
+  if (!kernel_ns) return fprintf(stderr, "share_test: KERNEL_MS must be positive\n"), 1;
   void *params[] = {&kernel_ns};
   CUlaunchConfig cfg;
   memset(&cfg, 0, sizeof cfg);

@@ -122,10 +122,13 @@ struct gs_gate {
   int sample;
   int ptsz;
   CUstream stream;
+  uint64_t kernel; /* gs_kernel_key of the launch */
   uint64_t t0; /* host time of the first event when the GPU was idle, else 0 */
   uint64_t wall0, cpu0; /* host and thread CPU time at the first event */
 };
-void gs_gate_begin(struct gs_gate *g, CUstream stream, int ptsz);
+void gs_gate_begin(struct gs_gate *g, CUstream stream, int ptsz, uint64_t kernel);
+/* What identifies a kernel's cost: its function (or graph) and its shape. */
+uint64_t gs_kernel_key(const void *function, uint64_t grid, uint64_t block);
 void gs_gate_end(struct gs_gate *g, CUresult launched);
 void gs_throttle_reset(void);
 

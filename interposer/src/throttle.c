@@ -2,16 +2,33 @@
  * S ns of GPU time per wall-clock ns into a token bucket kept in its region
  * (shared by its processes, capped at S% of a 50 ms window); every launch
  * spends its estimated GPU time; a launch that finds the bucket empty sleeps
- * until it would be refilled. The GPU time of a launch is measured, not
- * guessed: one launch in each batch is bracketed by two events on its stream,
- * read back without blocking at the next batch. Batches are sized so that the
- * slow path runs about once per millisecond of GPU time, so a launch in the
- * middle of a batch costs one thread-local decrement.
+ * until the bucket is refilled to a random level between half and full. The
+ * GPU time of a launch is measured, not guessed: launches are bracketed by
+ * two events on their stream, read back without blocking at a later batch.
+ * Batches are sized so that the slow path runs about once per millisecond of
+ * GPU time, so a launch in the middle of a batch costs one thread-local
+ * decrement.
+ *
+ * Why the least recent sample of each kernel, and why sleep until
+ * the bucket is half to fully refilled: on a real GPU, contexts time-slice,
+ * and a kernel whose context is switched out between its two events is
+ * measured with the other context's time in it (an H200, two 4096^2 matmul
+ * loops: 2.67 ms alone, 5.2 ms for nearly every kernel next to a busy
+ * neighbour). Charged that, a 30% container next to a 70% one got 16%. A
+ * sample is only ever stretched, so a kernel (function, grid, block) is
+ * charged the least of its recent samples; and a throttled container
+ * leaves the GPU in stretches of a good part of (100 - S)% of a window
+ * rather than in gaps shorter than a kernel, so that its neighbours'
+ * kernels run alone, and are measured clean, now and then. The level is
+ * random so that two containers' cycles cannot stay in step, each one's
+ * bursts always meeting the other's (on the fake GPU that starved the 30%
+ * side once in 8 runs).
  */
 #define _GNU_SOURCE
 #include "internal.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -24,24 +41,88 @@
 #define BUSY_HOLD_NS 100000000ull  /* a gated container counts as busy this long after a launch */
 #define RECHECK_UNGATED 65536
 #define PREEMPTED_NS 50000ll       /* off the CPU this long while sampling: discard */
+#define ESTIMATE_SAMPLES 4         /* a thread's estimate: the mean of its last kernels' times */
+#define KERNEL_SLOTS 128           /* kernels whose times are remembered (direct-mapped) */
+#define KERNEL_WINDOW 128          /* a kernel's least sample is kept for 128 to 256 of its samples */
+#define SAMPLE_SLOTS 4             /* launches sampled at once, each with its two events */
 
 GS_TLS int64_t gs_launch_countdown;
 
+/* A sampled launch: its events, and what its interval is read with. */
+struct sample_slot {
+  CUevent ev0, ev1;
+  uint64_t kernel; /* gs_kernel_key */
+  uint64_t gap;    /* host ns from the first record to the launch when the GPU was idle at the first */
+};
+
 static GS_TLS struct {
+  uint64_t random;   /* xorshift state, 0 = not seeded */
   uint64_t batch;    /* launches admitted since the last slow path */
   uint64_t est_ns;   /* GPU ns per launch + 1; 0 = not measured yet */
-  uint64_t samples[5];
+  uint64_t samples[ESTIMATE_SAMPLES];
   unsigned nsamples;
-  int sample_pending;
-  uint64_t sample_gap; /* host ns between the two records when the GPU was idle at the first */
+  /* Sampled launches waiting for their second event, oldest first: several
+   * at once for long kernels, so that a burst of them is sampled beyond its
+   * first one (the kernels that run while the neighbours are idle are the
+   * clean ones) */
+  unsigned first_pending, npending;
+  int sampled; /* a launch of ev_ctx was sampled */
   CUcontext ev_ctx;
-  CUevent ev0, ev1;
+  struct sample_slot slots[SAMPLE_SLOTS];
 } t;
+
+/* Uniform in [0, 1). */
+static double random_unit(void) {
+  if (!t.random) t.random = (gs_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&t) | 1;
+  t.random ^= t.random << 13;
+  t.random ^= t.random >> 7;
+  t.random ^= t.random << 17;
+  return (double)(t.random >> 11) / 9007199254740992.0;
+}
 
 static uint64_t thread_cpu_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* slow path only */
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The GPU time of each kernel, process-wide (every thread launching it
+ * samples it): the least of its recent samples, two windows of
+ * KERNEL_WINDOW (the current one and the one before), so that a kernel
+ * that became slower is charged its new time after at most 2 windows. On
+ * an H200 next to a 70% neighbour, 2 to 3% of a 30% container's samples
+ * were clean: a window must hold a hundred or so. Slow path only. */
+static struct kernel_time {
+  uint64_t key;
+  uint64_t least_now, least_before;
+  uint32_t samples;
+} kernel_times[KERNEL_SLOTS];
+static pthread_mutex_t kernel_times_mu = PTHREAD_MUTEX_INITIALIZER;
+
+uint64_t gs_kernel_key(const void *function, uint64_t grid, uint64_t block) {
+  uint64_t k = (uint64_t)(uintptr_t)function * 0x9e3779b97f4a7c15ull;
+  k ^= (grid + 0x632be59bd9b4e019ull) * 0xc2b2ae3d27d4eb4full;
+  k ^= (block + 0x165667b19e3779f9ull) * 0xff51afd7ed558ccdull;
+  return k ? k : 1;
+}
+
+/* Records a sample of a kernel; returns the kernel's time. */
+static uint64_t kernel_time(uint64_t key, uint64_t sample) {
+  struct kernel_time *k = &kernel_times[(key >> 32) % KERNEL_SLOTS];
+  pthread_mutex_lock(&kernel_times_mu);
+  if (k->key != key) {
+    k->key = key;
+    k->samples = 0;
+    k->least_now = UINT64_MAX;
+  }
+  if (k->samples++ % KERNEL_WINDOW == 0) {
+    k->least_before = k->least_now;
+    k->least_now = UINT64_MAX;
+  }
+  if (sample < k->least_now) k->least_now = sample;
+  uint64_t least = k->least_now < k->least_before ? k->least_now : k->least_before;
+  pthread_mutex_unlock(&kernel_times_mu);
+  return least;
 }
 
 /* As the region stores a UUID (a zero half is stored as 1). */
@@ -61,6 +142,8 @@ void gs_throttle_reset(void) {
   activity_tried = 0;
   gs_launch_countdown = 0;
   memset(&t, 0, sizeof t);
+  pthread_mutex_init(&kernel_times_mu, NULL);
+  memset(kernel_times, 0, sizeof kernel_times);
 }
 
 static void open_activity(void) {
@@ -119,47 +202,52 @@ static int64_t refill(struct gs_region_device *rd, uint64_t now, int share) {
   return cur;
 }
 
-static void read_sample(void) {
-  if (!t.sample_pending || gs_real.cuEventQuery(t.ev1) != CUDA_SUCCESS) return;
-  float ms;
-  if (gs_real.cuEventElapsedTime(&ms, t.ev0, t.ev1) == CUDA_SUCCESS && ms >= 0) {
+/* Reads the sampled launches that are done, oldest first. */
+static void read_samples(void) {
+  while (t.npending) {
+    struct sample_slot *slot = &t.slots[t.first_pending];
+    if (gs_real.cuEventQuery(slot->ev1) != CUDA_SUCCESS) return;
+    t.first_pending = (t.first_pending + 1) % SAMPLE_SLOTS;
+    t.npending--;
+    float ms;
+    if (gs_real.cuEventElapsedTime(&ms, slot->ev0, slot->ev1) != CUDA_SUCCESS || !(ms >= 0)) continue;
     uint64_t s = (uint64_t)((double)ms * 1e6);
     /* An idle GPU stamps the first event on arrival: the interval then also
      * holds the host's own time to submit the launch, which is not GPU time. */
-    s = s > t.sample_gap ? s - t.sample_gap : 0;
-    /* the second smallest of the last 5 samples: a sample is stretched, never
-     * shrunk, by another context's time slice or by preemption; keeping one
-     * below it still follows kernels that change size */
-    t.samples[t.nsamples++ % 5] = s + 1;
-    unsigned n = t.nsamples < 5 ? t.nsamples : 5;
-    uint64_t v[5];
-    for (unsigned i = 0; i < n; i++) {
-      unsigned j = i;
-      for (; j > 0 && v[j - 1] > t.samples[i]; j--) v[j] = v[j - 1];
-      v[j] = t.samples[i];
-    }
-    t.est_ns = v[n > 1 ? 1 : 0];
+    s = s > slot->gap ? s - slot->gap : 0;
+    uint64_t charged = kernel_time(slot->kernel, s);
+    t.samples[t.nsamples++ % ESTIMATE_SAMPLES] = charged;
+    GS_LOG("kernel %016llx: sample %llu ns (%llu ns idle taken out), charged %llu ns", (unsigned long long)slot->kernel,
+           (unsigned long long)s, (unsigned long long)slot->gap, (unsigned long long)charged);
+    /* the mean of the last kernels' times: a batch of different kernels
+     * costs about that much per launch */
+    unsigned n = t.nsamples < ESTIMATE_SAMPLES ? t.nsamples : ESTIMATE_SAMPLES;
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < n; i++) sum += t.samples[i];
+    t.est_ns = sum / n + 1;
   }
-  t.sample_pending = 0;
 }
 
+/* The current context's events, created on its first sampled launch. */
 static int ensure_events(void) {
   CUcontext ctx = NULL;
   if (gs_real.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return 0;
-  if (ctx == t.ev_ctx && t.ev0) return 1;
+  if (ctx == t.ev_ctx) return 1;
   /* events of another context are left alone: it may be gone */
-  t.ev0 = t.ev1 = NULL;
-  t.sample_pending = 0;
-  if (gs_real.cuEventCreate(&t.ev0, 0) != CUDA_SUCCESS || gs_real.cuEventCreate(&t.ev1, 0) != CUDA_SUCCESS) {
-    t.ev0 = t.ev1 = NULL;
-    return 0;
-  }
+  t.ev_ctx = NULL;
+  t.npending = 0;
+  t.sampled = 0;
+  for (unsigned i = 0; i < SAMPLE_SLOTS; i++)
+    if (gs_real.cuEventCreate(&t.slots[i].ev0, 0) != CUDA_SUCCESS ||
+        gs_real.cuEventCreate(&t.slots[i].ev1, 0) != CUDA_SUCCESS)
+      return 0;
   t.ev_ctx = ctx;
   return 1;
 }
 
-void gs_gate_begin(struct gs_gate *g, CUstream stream, int ptsz) {
+void gs_gate_begin(struct gs_gate *g, CUstream stream, int ptsz, uint64_t kernel) {
   g->sample = 0;
+  g->kernel = kernel;
   g->ptsz = ptsz;
   g->stream = stream;
   if (gs_mode() != GS_ENFORCE) {
@@ -172,7 +260,13 @@ void gs_gate_begin(struct gs_gate *g, CUstream stream, int ptsz) {
     t.batch = 0;
     return;
   }
-  read_sample();
+  if (!t.est_ns && t.npending) {
+    /* Nothing measured yet: the launches admitted so far wait for their
+     * first sample, or a whole queue of them (thousands on a real GPU)
+     * would go in uncharged. Once per thread. */
+    gs_real.cuEventSynchronize(t.slots[t.first_pending].ev1);
+  }
+  read_samples();
   uint64_t now = gs_now_ns();
   struct gs_region_device *rd = d->ridx >= 0 ? &gs_reg->devices[d->ridx] : &d->local;
   refill(rd, now, d->compute);
@@ -180,7 +274,9 @@ void gs_gate_begin(struct gs_gate *g, CUstream stream, int ptsz) {
   int64_t tokens = atomic_fetch_sub((_Atomic int64_t *)&rd->tokens_ns, debit) - debit;
   int capped = d->policy == GS_POLICY_FIXED || publish_and_check(d, rd, now);
   if (capped && tokens < 0) {
-    int64_t ns = -tokens * 100 / d->compute;
+    /* until the bucket is half to fully refilled: see the top of this file */
+    int64_t level = (int64_t)((double)(WINDOW_NS * d->compute / 100) * (0.5 + 0.5 * random_unit()));
+    int64_t ns = (level - tokens) * 100 / d->compute;
     if (ns > MAX_SLEEP_NS) ns = MAX_SLEEP_NS;
     struct timespec ts = {ns / 1000000000ll, ns % 1000000000ll};
     while (nanosleep(&ts, &ts) != 0) {
@@ -190,13 +286,22 @@ void gs_gate_begin(struct gs_gate *g, CUstream stream, int ptsz) {
     /* burst, alone: no debt to pay back when a neighbour turns up */
     atomic_store((_Atomic int64_t *)&rd->tokens_ns, 0);
   }
-  if (!t.sample_pending && ensure_events()) {
-    uint64_t t0 = gs_now_ns();
+  /* Several sampled at once only for kernels of a batch each (a millisecond
+   * or more): shorter ones give a sample per millisecond anyway, and a
+   * launch queued behind a sampled one that the GPU has already run would
+   * be measured with the host's time in it. */
+  unsigned slots = t.est_ns > BATCH_GPU_NS ? SAMPLE_SLOTS : 1;
+  if (t.npending < slots && ensure_events()) {
+    struct sample_slot *slot = &t.slots[(t.first_pending + t.npending) % SAMPLE_SLOTS];
+    g->wall0 = gs_now_ns();
     g->cpu0 = thread_cpu_ns();
-    CUresult r = ptsz ? gs_real.cuEventRecord_ptsz(t.ev0, stream) : gs_real.cuEventRecord(t.ev0, stream);
+    CUresult r = ptsz ? gs_real.cuEventRecord_ptsz(slot->ev0, stream) : gs_real.cuEventRecord(slot->ev0, stream);
     g->sample = r == CUDA_SUCCESS;
-    g->wall0 = t0;
-    g->t0 = g->sample && gs_real.cuEventQuery(t.ev0) == CUDA_SUCCESS ? t0 : 0;
+    /* From before the record. Not for the context's first sample: its
+     * record may set things up (a thread, a channel), which would be taken
+     * for idle GPU time, and the kernel is charged its least sample. */
+    g->t0 = g->sample && t.sampled && gs_real.cuEventQuery(slot->ev0) == CUDA_SUCCESS ? g->wall0 : 0;
+    t.sampled = 1;
   }
   uint64_t batch = t.est_ns ? BATCH_GPU_NS / t.est_ns : 1;
   if (batch < 1) batch = 1;
@@ -209,12 +314,18 @@ void gs_gate_begin(struct gs_gate *g, CUstream stream, int ptsz) {
 
 void gs_gate_end(struct gs_gate *g, CUresult launched) {
   if (!g->sample || launched != CUDA_SUCCESS) return;
-  CUresult r = g->ptsz ? gs_real.cuEventRecord_ptsz(t.ev1, g->stream) : gs_real.cuEventRecord(t.ev1, g->stream);
+  /* the launch is submitted as its call returns: from then on the GPU may
+   * run it, and the host's time is no longer the GPU's idle time */
+  uint64_t submitted = gs_now_ns();
+  struct sample_slot *slot = &t.slots[(t.first_pending + t.npending) % SAMPLE_SLOTS];
+  CUresult r = g->ptsz ? gs_real.cuEventRecord_ptsz(slot->ev1, g->stream) : gs_real.cuEventRecord(slot->ev1, g->stream);
   uint64_t wall = gs_now_ns() - g->wall0, cpu = thread_cpu_ns() - g->cpu0;
-  /* With an idle GPU the host's time between the records is taken out of
-   * the sample; if the thread was off the CPU meanwhile, that time is not
-   * known and the sample says nothing. (With a busy GPU the events alone
-   * measure the launch, whatever the host did.) */
-  t.sample_pending = r == CUDA_SUCCESS && (!g->t0 || wall < cpu + (uint64_t)PREEMPTED_NS);
-  t.sample_gap = g->t0 ? gs_now_ns() - g->t0 : 0;
+  /* With an idle GPU the host's time from the first record to the launch
+   * is taken out of the sample; if the thread was off the CPU meanwhile,
+   * that time is not known and the sample says nothing. (With a busy GPU
+   * the events alone measure the launch, whatever the host did.) */
+  if (r != CUDA_SUCCESS || (g->t0 && wall >= cpu + (uint64_t)PREEMPTED_NS)) return;
+  slot->kernel = g->kernel;
+  slot->gap = g->t0 && submitted > g->t0 ? submitted - g->t0 : 0;
+  t.npending++;
 }

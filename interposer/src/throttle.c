@@ -260,6 +260,23 @@ void gs_gate_begin(struct gs_gate *g, CUstream stream, int ptsz, uint64_t kernel
     t.batch = 0;
     return;
   }
+  /* A launch into a stream capture is recorded into a graph, not run: it is
+   * not charged (the graph's launches are) nor sampled, and nothing here
+   * may ask about an event meanwhile (that spoils the capture). The next
+   * launch looks again. The legacy stream is never captured, and asking
+   * about it during a capture is itself refused. */
+  CUstream probe = stream == GS_STREAM_LEGACY ? NULL : stream ? stream : ptsz ? GS_STREAM_PER_THREAD : NULL;
+  if (probe) {
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (gs_real.cuStreamIsCapturing(probe, &capture) == CUDA_SUCCESS && capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+      gs_launch_countdown = 0;
+      return;
+    }
+  }
+  /* Our event calls are safe during another stream's capture: relaxed, so
+   * that a capture in global mode does not take them for the program's. */
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  int relaxed = gs_real.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
   if (!t.est_ns && t.npending) {
     /* Nothing measured yet: the launches admitted so far wait for their
      * first sample, or a whole queue of them (thousands on a real GPU)
@@ -303,6 +320,7 @@ void gs_gate_begin(struct gs_gate *g, CUstream stream, int ptsz, uint64_t kernel
     g->t0 = g->sample && t.sampled && gs_real.cuEventQuery(slot->ev0) == CUDA_SUCCESS ? g->wall0 : 0;
     t.sampled = 1;
   }
+  if (relaxed) gs_real.cuThreadExchangeStreamCaptureMode(&mode);
   uint64_t batch = t.est_ns ? BATCH_GPU_NS / t.est_ns : 1;
   if (batch < 1) batch = 1;
   if (batch > MAX_BATCH) batch = MAX_BATCH;
@@ -318,7 +336,10 @@ void gs_gate_end(struct gs_gate *g, CUresult launched) {
    * run it, and the host's time is no longer the GPU's idle time */
   uint64_t submitted = gs_now_ns();
   struct sample_slot *slot = &t.slots[(t.first_pending + t.npending) % SAMPLE_SLOTS];
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  int relaxed = gs_real.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
   CUresult r = g->ptsz ? gs_real.cuEventRecord_ptsz(slot->ev1, g->stream) : gs_real.cuEventRecord(slot->ev1, g->stream);
+  if (relaxed) gs_real.cuThreadExchangeStreamCaptureMode(&mode);
   uint64_t wall = gs_now_ns() - g->wall0, cpu = thread_cpu_ns() - g->cpu0;
   /* With an idle GPU the host's time from the first record to the launch
    * is taken out of the sample; if the thread was off the CPU meanwhile,

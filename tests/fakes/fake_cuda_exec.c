@@ -28,8 +28,13 @@
 
 struct CUmod_st { int unused; };
 struct CUfunc_st { int spin; };
-struct CUstream_st { int unused; };
-struct CUevent_st { _Atomic int state; uint64_t t_ns; }; /* 0 never recorded, 1 pending, 2 done */
+struct CUstream_st {
+  int capturing;   /* a capture is under way: its work goes into capture_ns */
+  int invalidated; /* ... and an illegal call spoilt it */
+  CUstreamCaptureMode mode;
+  uint64_t capture_ns;
+};
+struct CUevent_st { _Atomic int state; uint64_t t_ns; }; /* 0 never recorded, 1 pending, 2 done, 3 captured */
 struct CUgraph_st { uint64_t ns; };
 struct CUgraphExec_st { uint64_t ns; };
 
@@ -224,6 +229,113 @@ CUresult cuStreamDestroy_v2(CUstream s) {
   return CUDA_SUCCESS;
 }
 
+/* ---------------- stream capture ----------------
+ * Work queued on a capturing stream goes into the graph being captured
+ * instead of running. As on a real driver: asking about an event recorded
+ * in a capture (CUDA_ERROR_CAPTURED_EVENT), and, while a capture in global
+ * mode is under way, an unsafe call (here: querying or waiting for an
+ * event) from a thread not in relaxed mode (CUDA_ERROR_STREAM_CAPTURE_
+ * UNSUPPORTED), are refused and spoil the capture: it ends with
+ * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED. */
+
+#define MAX_CAPTURES 8
+static struct CUstream_st *captures[MAX_CAPTURES];
+static pthread_mutex_t captures_mu = PTHREAD_MUTEX_INITIALIZER;
+static __thread CUstreamCaptureMode thread_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+/* The stream behind a handle; NULL for the legacy and per-thread streams,
+ * which are never captured here. */
+static struct CUstream_st *stream_of(CUstream s) { return (uintptr_t)s > 2 ? s : NULL; }
+
+static int capturing(CUstream s) {
+  struct CUstream_st *st = stream_of(s);
+  return st && st->capturing;
+}
+
+/* Spoils the captures an illegal call reaches: the global-mode ones, or all. */
+static void invalidate_captures(int global_only) {
+  pthread_mutex_lock(&captures_mu);
+  for (int i = 0; i < MAX_CAPTURES; i++)
+    if (captures[i] && (!global_only || captures[i]->mode == CU_STREAM_CAPTURE_MODE_GLOBAL))
+      captures[i]->invalidated = 1;
+  pthread_mutex_unlock(&captures_mu);
+}
+
+/* An unsafe call while a global-mode capture is under way, from a thread
+ * that did not relax: refused, and the capture is spoilt. */
+static int unsafe_during_capture(void) {
+  if (thread_capture_mode == CU_STREAM_CAPTURE_MODE_RELAXED) return 0;
+  int any = 0;
+  pthread_mutex_lock(&captures_mu);
+  for (int i = 0; i < MAX_CAPTURES; i++)
+    if (captures[i] && captures[i]->mode == CU_STREAM_CAPTURE_MODE_GLOBAL) any = 1;
+  pthread_mutex_unlock(&captures_mu);
+  if (any) invalidate_captures(1);
+  return any;
+}
+
+CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
+  struct CUstream_st *st = stream_of(s);
+  if (!st) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the legacy stream cannot be captured */
+  if (mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
+  if (st->capturing) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&captures_mu);
+  int i = 0;
+  while (i < MAX_CAPTURES && captures[i]) i++;
+  if (i < MAX_CAPTURES) captures[i] = st;
+  pthread_mutex_unlock(&captures_mu);
+  if (i == MAX_CAPTURES) return CUDA_ERROR_OUT_OF_MEMORY;
+  st->capturing = 1;
+  st->invalidated = 0;
+  st->mode = mode;
+  st->capture_ns = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamEndCapture(CUstream s, CUgraph *g) {
+  struct CUstream_st *st = stream_of(s);
+  if (!g) return CUDA_ERROR_INVALID_VALUE;
+  if (!st || !st->capturing) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&captures_mu);
+  for (int i = 0; i < MAX_CAPTURES; i++)
+    if (captures[i] == st) captures[i] = NULL;
+  pthread_mutex_unlock(&captures_mu);
+  st->capturing = 0;
+  *g = NULL;
+  if (st->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  CUresult r = cuGraphCreate(g, 0);
+  if (r == CUDA_SUCCESS) (*g)->ns = st->capture_ns;
+  return r;
+}
+
+CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status) {
+  if (!status) return CUDA_ERROR_INVALID_VALUE;
+  struct CUstream_st *st = stream_of(s);
+  *status = !st || !st->capturing ? CU_STREAM_CAPTURE_STATUS_NONE
+            : st->invalidated     ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                  : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
+  if (!mode || *mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
+  CUstreamCaptureMode previous = thread_capture_mode;
+  thread_capture_mode = *mode;
+  *mode = previous;
+  return CUDA_SUCCESS;
+}
+
+/* Queues kernel time on a stream, or adds it to the stream's capture. */
+static CUresult submit(CUstream s, uint64_t ns) {
+  struct CUstream_st *st = stream_of(s);
+  if (st && st->capturing) {
+    if (st->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    st->capture_ns += ns;
+    return CUDA_SUCCESS;
+  }
+  return ns ? enqueue(ns, NULL) : CUDA_SUCCESS; /* an empty kernel has nothing to run */
+}
+
 /* ---------------- modules and launches ---------------- */
 
 CUresult cuModuleLoadData(CUmodule *m, const void *image) {
@@ -243,19 +355,19 @@ CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
 }
 
 static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                       unsigned bz, void **params) {
+                       unsigned bz, CUstream s, void **params) {
   CUresult r = fake_check_ctx();
   if (r) return r;
   if (f != &spin_fn) return CUDA_ERROR_INVALID_HANDLE;
   if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
   uint64_t ns = params && params[0] ? *(const uint64_t *)params[0] : 0;
-  return ns ? enqueue(ns, NULL) : CUDA_SUCCESS; /* an empty kernel has nothing to run */
+  return submit(s, ns);
 }
 
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                         unsigned bz, unsigned shmem, CUstream s, void **params, void **extra) {
-  (void)shmem, (void)s, (void)extra;
-  return launch(f, gx, gy, gz, bx, by, bz, params);
+  (void)shmem, (void)extra;
+  return launch(f, gx, gy, gz, bx, by, bz, s, params);
 }
 CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                              unsigned bz, unsigned shmem, CUstream s, void **params, void **extra) {
@@ -264,15 +376,16 @@ CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz
 CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
   (void)extra;
   if (!c) return CUDA_ERROR_INVALID_VALUE;
-  return launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ, params);
+  return launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ, c->hStream,
+                params);
 }
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
   return cuLaunchKernelEx(c, f, params, extra);
 }
 CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                    unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params) {
-  (void)shmem, (void)s;
-  return launch(f, gx, gy, gz, bx, by, bz, params);
+  (void)shmem;
+  return launch(f, gx, gy, gz, bx, by, bz, s, params);
 }
 CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                         unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params) {
@@ -298,10 +411,13 @@ CUresult cuEventDestroy_v2(CUevent e) {
  * channel's for the work that follows, as a real channel keeps its time
  * slice); a busy one stamps it when it reaches it. */
 CUresult cuEventRecord(CUevent e, CUstream s) {
-  (void)s;
   CUresult r = fake_check_ctx();
   if (r) return r;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  if (capturing(s)) {
+    atomic_store(&e->state, 3); /* a node of the graph: it records nothing now */
+    return CUDA_SUCCESS;
+  }
   pthread_mutex_lock(&ch.mu);
   int idle = start_channel() == 0 && ch.head == ch.tail && !ch.busy &&
              (ch.lock_fd < 0 || ch.reserved || flock(ch.lock_fd, LOCK_EX | LOCK_NB) == 0);
@@ -322,12 +438,24 @@ CUresult cuEventRecord(CUevent e, CUstream s) {
   return enqueue(0, e);
 }
 CUresult cuEventRecord_ptsz(CUevent e, CUstream s) { return cuEventRecord(e, s); }
+/* The answer to a question about an event during a capture, or 0. */
+static CUresult capture_refuses(CUevent e) {
+  if (atomic_load(&e->state) == 3) {
+    invalidate_captures(0);
+    return CUDA_ERROR_CAPTURED_EVENT;
+  }
+  return unsafe_during_capture() ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
 CUresult cuEventQuery(CUevent e) {
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  CUresult r = capture_refuses(e);
+  if (r) return r;
   return atomic_load(&e->state) == 1 ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 CUresult cuEventSynchronize(CUevent e) {
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  CUresult r = capture_refuses(e);
+  if (r) return r;
   pthread_mutex_lock(&ch.mu);
   while (atomic_load(&e->state) == 1) pthread_cond_wait(&ch.cv, &ch.mu);
   pthread_mutex_unlock(&ch.mu);
@@ -337,6 +465,10 @@ CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
   if (!ms) return CUDA_ERROR_INVALID_VALUE;
   if (!a || !b) return CUDA_ERROR_INVALID_HANDLE;
   int sa = atomic_load(&a->state), sb = atomic_load(&b->state);
+  if (sa == 3 || sb == 3) {
+    invalidate_captures(0);
+    return CUDA_ERROR_CAPTURED_EVENT;
+  }
   if (sa == 0 || sb == 0) return CUDA_ERROR_INVALID_HANDLE;
   if (sa == 1 || sb == 1) return CUDA_ERROR_NOT_READY;
   *ms = (float)((double)((int64_t)(b->t_ns - a->t_ns)) / 1e6);
@@ -367,11 +499,10 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long lo
   return CUDA_SUCCESS;
 }
 CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
-  (void)s;
   CUresult r = fake_check_ctx();
   if (r) return r;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
-  return enqueue(e->ns, NULL);
+  return submit(s, e->ns);
 }
 CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) { return cuGraphLaunch(e, s); }
 CUresult cuGraphExecDestroy(CUgraphExec e) {

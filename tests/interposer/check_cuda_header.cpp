@@ -59,6 +59,8 @@ MAP(CUgraph_st)
 MAP(CUgraphNode_st)
 MAP(CUgraphExec_st)
 MAP(CUlaunchAttribute_st)
+MAP(CUstreamCaptureStatus)
+MAP(CUstreamCaptureMode)
 #undef MAP
 
 // _ptsz variants are declared by cuda.h only in per-thread builds; their type
@@ -119,6 +121,10 @@ int main() {
   CHECK_FN(cuStreamCreate, cuStreamCreate);
   CHECK_FN(cuStreamDestroy_v2, cuStreamDestroy_v2);
   CHECK_FN(cuStreamSynchronize, cuStreamSynchronize);
+  CHECK_FN(cuStreamBeginCapture_v2, cuStreamBeginCapture_v2);
+  CHECK_FN(cuStreamEndCapture, cuStreamEndCapture);
+  CHECK_FN(cuStreamIsCapturing, cuStreamIsCapturing);
+  CHECK_FN(cuThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode);
   CHECK_FN(cuEventCreate, cuEventCreate);
   CHECK_FN(cuEventRecord, cuEventRecord);
   CHECK_FN(cuEventQuery, cuEventQuery);
@@ -197,6 +203,15 @@ static_assert(static_cast<long>(mine::CUDA_ERROR_NOT_FOUND) == static_cast<long>
 static_assert(static_cast<long>(mine::CUDA_ERROR_NOT_READY) == static_cast<long>(::CUDA_ERROR_NOT_READY), "CUDA_ERROR_NOT_READY");
 static_assert(static_cast<long>(mine::CUDA_ERROR_NOT_SUPPORTED) == static_cast<long>(::CUDA_ERROR_NOT_SUPPORTED), "CUDA_ERROR_NOT_SUPPORTED");
 static_assert(static_cast<long>(mine::CUDA_ERROR_UNKNOWN) == static_cast<long>(::CUDA_ERROR_UNKNOWN), "CUDA_ERROR_UNKNOWN");
+static_assert(static_cast<long>(mine::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) == static_cast<long>(::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED");
+static_assert(static_cast<long>(mine::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) == static_cast<long>(::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED), "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED");
+static_assert(static_cast<long>(mine::CUDA_ERROR_CAPTURED_EVENT) == static_cast<long>(::CUDA_ERROR_CAPTURED_EVENT), "CUDA_ERROR_CAPTURED_EVENT");
+static_assert(static_cast<long>(mine::CU_STREAM_CAPTURE_STATUS_NONE) == static_cast<long>(::CU_STREAM_CAPTURE_STATUS_NONE), "CU_STREAM_CAPTURE_STATUS_NONE");
+static_assert(static_cast<long>(mine::CU_STREAM_CAPTURE_STATUS_ACTIVE) == static_cast<long>(::CU_STREAM_CAPTURE_STATUS_ACTIVE), "CU_STREAM_CAPTURE_STATUS_ACTIVE");
+static_assert(static_cast<long>(mine::CU_STREAM_CAPTURE_STATUS_INVALIDATED) == static_cast<long>(::CU_STREAM_CAPTURE_STATUS_INVALIDATED), "CU_STREAM_CAPTURE_STATUS_INVALIDATED");
+static_assert(static_cast<long>(mine::CU_STREAM_CAPTURE_MODE_GLOBAL) == static_cast<long>(::CU_STREAM_CAPTURE_MODE_GLOBAL), "CU_STREAM_CAPTURE_MODE_GLOBAL");
+static_assert(static_cast<long>(mine::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) == static_cast<long>(::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "CU_STREAM_CAPTURE_MODE_THREAD_LOCAL");
+static_assert(static_cast<long>(mine::CU_STREAM_CAPTURE_MODE_RELAXED) == static_cast<long>(::CU_STREAM_CAPTURE_MODE_RELAXED), "CU_STREAM_CAPTURE_MODE_RELAXED");
 static_assert(static_cast<long>(mine::CU_GET_PROC_ADDRESS_DEFAULT) == static_cast<long>(::CU_GET_PROC_ADDRESS_DEFAULT), "CU_GET_PROC_ADDRESS_DEFAULT");
 static_assert(static_cast<long>(mine::CU_GET_PROC_ADDRESS_LEGACY_STREAM) == static_cast<long>(::CU_GET_PROC_ADDRESS_LEGACY_STREAM), "CU_GET_PROC_ADDRESS_LEGACY_STREAM");
 static_assert(static_cast<long>(mine::CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) == static_cast<long>(::CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), "CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM");

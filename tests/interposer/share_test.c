@@ -2,7 +2,9 @@
  * KERNEL_MS) through one launch API as fast as the GPU takes them and prints
  * the share of wall time its kernels ran on the GPU, measured after a warm-up:
  *   share_test API SECONDS [MIB [KERNEL_MS]]
- *   (API: kernel kernel_ptsz ex ex_ptsz coop coop_ptsz graph graph_ptsz)
+ *   (API: kernel kernel_ptsz ex ex_ptsz coop coop_ptsz graph graph_ptsz capture;
+ *   capture: a graph of two kernels captured from a stream in global mode,
+ *   while launches of that stream are still in flight, then launched)
  * prints "share 29.7". With MIB (0: none) it holds that much device memory
  * meanwhile, as a real context does: the driver (and NVML) then lists the
  * process.
@@ -53,6 +55,20 @@ int main(int argc, char **argv) {
   if (cuGraphCreate(&g, 0) || cuGraphAddKernelNode_v2(&node, g, NULL, 0, &np) || cuGraphInstantiateWithFlags(&exec, g, 0))
     return fprintf(stderr, "share_test: no graph\n"), 1;
 
+  CUstream cs = NULL;
+  CUgraphExec captured = NULL;
+  if (!strcmp(api, "capture")) {
+    CUgraph cg;
+    CUresult r = cuStreamCreate(&cs, 0);
+    for (int i = 0; i < 3 && !r; i++) r = cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, cs, params, NULL);
+    if (r || (r = cuStreamBeginCapture_v2(cs, CU_STREAM_CAPTURE_MODE_GLOBAL)))
+      return fprintf(stderr, "share_test: cannot begin a capture (%d)\n", r), 1;
+    for (int i = 0; i < 2; i++)
+      if ((r = cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, cs, params, NULL)))
+        return fprintf(stderr, "share_test: a launch into the capture failed (%d)\n", r), 1;
+    if ((r = cuStreamEndCapture(cs, &cg)) || (r = cuGraphInstantiateWithFlags(&captured, cg, 0)))
+      return fprintf(stderr, "share_test: the capture failed (%d)\n", r), 1;
+  }
   uint64_t start = now_ns(), t0 = 0, b0 = 0;
   for (;;) {
     uint64_t t = now_ns();
@@ -70,6 +86,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(api, "coop_ptsz")) r = cuLaunchCooperativeKernel_ptsz(f, 1, 1, 1, 1, 1, 1, 0, NULL, params);
     else if (!strcmp(api, "graph")) r = cuGraphLaunch(exec, NULL);
     else if (!strcmp(api, "graph_ptsz")) r = cuGraphLaunch_ptsz(exec, NULL);
+    else if (!strcmp(api, "capture")) r = cuGraphLaunch(captured, cs);
     else return fprintf(stderr, "share_test: unknown api %s\n", api), 1;
     if (r != CUDA_SUCCESS) return fprintf(stderr, "share_test: launch failed (%d)\n", r), 1;
   }

@@ -48,8 +48,27 @@ typedef enum cudaError_enum {
   CUDA_ERROR_NOT_FOUND = 500,
   CUDA_ERROR_NOT_READY = 600,
   CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+  CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+  CUDA_ERROR_CAPTURED_EVENT = 907,
   CUDA_ERROR_UNKNOWN = 999
 } CUresult;
+
+/* Stream capture (CUDA graphs recorded from a stream's work). */
+typedef enum CUstreamCaptureStatus_enum {
+  CU_STREAM_CAPTURE_STATUS_NONE = 0,
+  CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+  CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2
+} CUstreamCaptureStatus;
+typedef enum CUstreamCaptureMode_enum {
+  CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+  CU_STREAM_CAPTURE_MODE_RELAXED = 2
+} CUstreamCaptureMode;
+/* cuda.h's CU_STREAM_LEGACY and CU_STREAM_PER_THREAD (a _ptsz call's NULL
+ * stream, named to a call without the suffix) */
+#define GS_STREAM_LEGACY ((CUstream)0x1)
+#define GS_STREAM_PER_THREAD ((CUstream)0x2)
 
 typedef struct CUuuid_st {
   char bytes[16];
@@ -224,6 +243,10 @@ typedef enum CUmemAttach_flags_enum {
   X(cuStreamCreate, (CUstream * phStream, unsigned int Flags))                                 \
   X(cuStreamDestroy_v2, (CUstream hStream))                                                    \
   X(cuStreamSynchronize, (CUstream hStream))                                                   \
+  X(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode))                    \
+  X(cuStreamEndCapture, (CUstream hStream, CUgraph * phGraph))                                 \
+  X(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus * captureStatus))            \
+  X(cuThreadExchangeStreamCaptureMode, (CUstreamCaptureMode * mode))                           \
   X(cuEventCreate, (CUevent * phEvent, unsigned int Flags))                                    \
   X(cuEventRecord, (CUevent hEvent, CUstream hStream))                                         \
   X(cuEventQuery, (CUevent hEvent))                                                            \

@@ -17,7 +17,9 @@
 #     the other and 2 GiB granted;
 #  5. compute shares 30 / 70 (policy fixed), two matmul loops at once: each
 #     one's throughput relative to running alone is its share +- 5 points;
-#  6. the interposer's added cost per call on the real driver (bench_interposer);
+#  6. the interposer's added cost per call on the real driver (bench_interposer;
+#     an INFO line where the added cost is within what two runs of the
+#     direct calls differ by: the target is then neither met nor missed);
 #  7. gpuslice-shim on the real NVML: --query-gpus lists the GPUs, and a
 #     PyTorch process holding 2 GiB without the interposer (a bypass) in a
 #     cgroup of its own is killed against a 1 GiB limit (nvml_breach);
@@ -161,8 +163,10 @@ rc=${PIPESTATUS[0]}
 while IFS= read -r line; do
   [[ $line == *target* ]] || continue
   name=$(echo "${line:0:34}" | sed 's/ *$//')
-  if [[ $line == *met ]]; then record "overhead: $name" PASS "$(echo "${line:34}" | tr -s ' ')"
-  else record "overhead: $name" FAIL "$(echo "${line:34}" | tr -s ' ')"; fi
+  detail=$(echo "${line:34}" | tr -s ' ')
+  if [[ $line == *met ]]; then record "overhead: $name" PASS "$detail"
+  elif [[ $line == *"not resolved"* ]]; then record "overhead: $name" INFO "$detail" # within the A/A spread
+  else record "overhead: $name" FAIL "$detail"; fi
 done <"$work/bench.out"
 [[ $rc == 0 ]] || record "overhead: run" FAIL "bench_interposer exit status $rc"
 
@@ -229,5 +233,6 @@ note "result"
 awk -F'\t' '{ printf "%-4s  %-46s  %s\n", $2, $1, $3 }' "$results"
 passed=$(grep -c $'\tPASS\t' "$results" || true)
 failed=$(grep -c $'\tFAIL\t' "$results" || true)
-echo "$passed passed, $failed failed"
+unresolved=$(grep -c $'\tINFO\t' "$results" || true)
+echo "$passed passed, $failed failed, $unresolved not resolved (an added cost within what two direct runs differ by)"
 [[ $failed == 0 && $passed -gt 0 ]]

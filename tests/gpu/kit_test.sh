@@ -123,6 +123,7 @@ check "run.sh: four overhead lines, each with its figures and verdict" \
 check "run.sh: bench_interposer ran to its end" test "$(count '^FAIL  overhead: run ')" = 0
 check "run.sh: no nvidia-smi here is a FAIL line" test "$(count '^FAIL  nvidia-smi: ')" = 1
 check "run.sh: no PyTorch here is a FAIL line" test "$(count '^FAIL  pytorch: ')" = 1
+check "run.sh: the graph captures without PyTorch are FAIL lines" test "$(count '^FAIL  graph capture: ')" = 2
 check "run.sh: the summary counts the lines" grep -qE '^[0-9]+ passed, [0-9]+ failed, [0-9]+ not resolved ' <<<"$out"
 
 [[ $fail == 0 ]] && echo "the GPU kit runs without this machine's libraries"

@@ -230,18 +230,22 @@ const std::string &own_build_id() {
   return id;
 }
 
-std::string SpecCache::entry_name(std::string_view text) {
-  // Only a name: a lookup compares the whole text.
+std::string SpecCache::entry_name(std::string_view text) const {
+  // Only a name: a lookup compares the build id and the whole text. The
+  // build id is in it so that two builds (an upgrade's old and new, an A/B
+  // benchmark's) keep an entry each instead of replacing each other's.
   uint64_t h = 0x9e3779b97f4a7c15ull ^ text.size();
-  std::size_t i = 0;
-  for (; i + 8 <= text.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, text.data() + i, 8);
-    h = (h ^ w) * 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
+  for (const std::string_view bytes : {std::string_view(build_id_), text}) {
+    std::size_t i = 0;
+    for (; i + 8 <= bytes.size(); i += 8) {
+      uint64_t w;
+      std::memcpy(&w, bytes.data() + i, 8);
+      h = (h ^ w) * 0xff51afd7ed558ccdull;
+      h ^= h >> 32;
+    }
+    for (; i < bytes.size(); ++i)
+      h = (h ^ static_cast<uint8_t>(bytes[i])) * 0xc4ceb9fe1a85ec53ull;
   }
-  for (; i < text.size(); ++i)
-    h = (h ^ static_cast<uint8_t>(text[i])) * 0xc4ceb9fe1a85ec53ull;
   h ^= h >> 29;
   char name[17];
   static constexpr char hex[] = "0123456789abcdef";

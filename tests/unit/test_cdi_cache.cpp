@@ -138,7 +138,7 @@ TEST_CASE("spec cache: a load stores what it parsed and the next load reads it",
     CHECK(r.errors().empty());
     CHECK(only_device(r).edits.env == std::vector<std::string>{"FROM=file"});
   }
-  const std::string entry = dir + "/" + SpecCache::entry_name(text);
+  const std::string entry = dir + "/" + cache.entry_name(text);
   REQUIRE(std::filesystem::exists(entry));
   struct stat st {};
   REQUIRE(::stat(dir.c_str(), &st) == 0);
@@ -159,9 +159,18 @@ TEST_CASE("spec cache: a load stores what it parsed and the next load reads it",
   CHECK(only_device(r).edits.env == std::vector<std::string>{"FROM=cache"});
   CHECK(r.specs()[0]->path == t / "specs/a.json");
 
-  SECTION("another binary's entry is a miss") {
+  SECTION("another binary's entry is a miss, and each keeps its own") {
     SpecCache other(dir, "build-b");
+    CHECK(other.entry_name(text) != cache.entry_name(text));
     CHECK_FALSE(other.find(text));
+    // under the other's name too: the build id in the entry is compared
+    std::filesystem::copy_file(entry, dir + "/" + other.entry_name(text));
+    CHECK_FALSE(other.find(text));
+    other.store(text, parse_spec(text));
+    REQUIRE(other.find(text));
+    CHECK(other.find(text)->devices[0].edits.env == std::vector<std::string>{"FROM=file"});
+    REQUIRE(cache.find(text));
+    CHECK(cache.find(text)->devices[0].edits.env == std::vector<std::string>{"FROM=cache"});
   }
   SECTION("a changed file is parsed again") {
     t.write("specs/a.json", spec_text("FROM=edited"));
@@ -225,7 +234,7 @@ TEST_CASE("spec cache: past kMaxEntries the oldest go, looked for at most once a
   for (std::size_t i = 0; i < n; ++i) {
     const std::string text = spec_text("A=" + std::to_string(i));
     cache.store(text, s);
-    set_mtime(dir + "/" + SpecCache::entry_name(text), now - 100000 + static_cast<time_t>(i));
+    set_mtime(dir + "/" + cache.entry_name(text), now - 100000 + static_cast<time_t>(i));
   }
   t.write("cache/.new-1-2", "a killed writer's");
   set_mtime(dir + "/.new-1-2", now - 120);

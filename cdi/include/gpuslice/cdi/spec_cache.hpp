@@ -10,10 +10,10 @@
 // the binary that parsed it, and what that parse and validate_spec made of
 // it. A lookup compares the whole text and the build id, so the cache can
 // only hand back what this very binary made of these very bytes; the
-// entry's name (a hash of the text) only finds it. The directory and its
-// files must be this user's and writable by no one else, as the fast
-// path's record must: whoever could write there could hand the runtime
-// any device. Anything else (another owner, a link, a stray byte) is a
+// entry's name (a hash of the build id and the text) only finds it. The
+// directory and its files must be this user's and writable by no one
+// else, as the fast path's record must: whoever could write there could
+// hand the runtime any device. Anything else (another owner, a link, a stray byte) is a
 // miss, and the spec is parsed as if there were no cache.
 #pragma once
 
@@ -58,8 +58,8 @@ public:
   void store(std::string_view text, const Spec &spec) const;
 
   const std::string &dir() const { return dir_; }
-  // The entry's file name for `text`.
-  static std::string entry_name(std::string_view text);
+  // The entry's file name for `text` (and this build).
+  std::string entry_name(std::string_view text) const;
 
 private:
   int open_dir(bool create) const;

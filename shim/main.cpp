@@ -19,6 +19,7 @@
 #include "gpuslice/shim/command_line.hpp"
 #include "gpuslice/shim/exec_env.hpp"
 #include "gpuslice/shim/fast_path_record.hpp"
+#include "gpuslice/shim/heap_pages.hpp"
 #include "gpuslice/shim/lifecycle.hpp"
 #include "gpuslice/shim/monitor_start.hpp"
 #include "gpuslice/shim/requests.hpp"
@@ -166,6 +167,7 @@ int run(shim::CommandLine &cl) {
 }
 
 int main(int argc, char **argv) {
+  shim::map_in_heap_top();
   shim::CommandLine cl = shim::parse_command_line(argc, argv);
   int status;
   try {

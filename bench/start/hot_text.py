@@ -49,7 +49,22 @@ _UNSEEN = re.compile(
     r"|_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE9_M_assignERKS4_$"
     r"|_ZNSt6vectorINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEESaIS5_EEC2ESt16initializer_listIS5_"
     r"|_dl_new_object$|_dl_setup_hash$|_dl_lookup_symbol_x$"
+    # A node's spec names its device nodes by path alone (nvidia-ctk's do);
+    # the bench's fake GPU gives their numbers, so the create never looks.
+    r"|_ZN8gpuslice3cdi15lstat_host_node|_ZNSt17_Function_handlerIFN8gpuslice3cdi8HostNode"
     r"|(?:__)?mmap(?:64)?$|(?:__)?flock$|(?:__)?execve?$|_start$)")
+
+
+# The fast path's functions (shim/fast_path/: fast_path.c, startup_pages.c
+# and entry.c's, those the compiler kept apart), first of all: every call
+# runs them, and most calls (a container without a GPU, a start, a delete)
+# nothing else before they exec the runtime. Together they fault in one or
+# two windows of text instead of four.
+_FAST_PATH = re.compile(
+    r"^(?:gpuslice_runtime_entry|gpuslice_fast_path|gpuslice_fp_[a-z_]+|try_fast_path|env_value|has_state"
+    r"|recorded_process_runs|map_in_startup_pages|parse_u64)$")
+# Its one read-only object, first in .rodata: in the window of its strings.
+_FAST_PATH_RODATA = ["gpuslice_fp_global_flags_with_value"]
 
 
 # Larger objects (buffers, a child's static stack) are touched only in
@@ -62,6 +77,10 @@ _ACCESS = re.compile(r"^ [LSM] ([0-9a-f]+),")
 # What a create touches on a node but not under valgrind (whose CPU has no
 # TSX, so glibc's lock elision is never set up), found from page faults.
 _UNSEEN_DATA = ["__pthread_force_elision", "__nptl_initial_report_events"]
+# The entry's markers (shim/fast_path/entry.c), last in each list: it maps
+# in the text and the bss up to them as it hands over to the full program.
+TEXT_END_MARKER = "gpuslice_hot_text_end"
+DATA_END_MARKERS = ["gpuslice_hot_relro_end", "gpuslice_hot_bss_end"]
 
 
 def executed_functions(callgrind_out: Path) -> list[str]:
@@ -145,16 +164,19 @@ def touched_data(lackey_outputs: list[Path], binary: str) -> list[str]:
 
 
 def ordering(executed: list[str], binary: str) -> list[str]:
-    """`executed`, less what the binary does not define, each string
-    function followed by its resolver and all its CPU variants (a resolver
-    seen alone brings its function's too), then what _UNSEEN names."""
+    """The fast path's functions and read-only object, then `executed`,
+    less what the binary does not define, each string function followed by
+    its resolver and all its CPU variants (a resolver seen alone brings its
+    function's too), then what _UNSEEN names, and the entry's text marker
+    last."""
     defined = function_symbols(binary)
     variants: dict[str, list[str]] = {}
     for s in defined:
         m = _VARIANT.match(s)
         if m:
             variants.setdefault(m.group(1), []).append(s)
-    order: dict[str, None] = {}
+    order: dict[str, None] = {n: None for n in defined if _FAST_PATH.match(n)}
+    order.update((n, None) for n in _FAST_PATH_RODATA)
     for name in executed:
         m = _VARIANT.match(name)
         # glibc ran strcmp_ifunc: strcmp runs, in one variant or another
@@ -166,7 +188,8 @@ def ordering(executed: list[str], binary: str) -> list[str]:
     for n in defined:
         if _UNSEEN.match(n):
             order.setdefault(n, None)
-    return list(order)
+    order.pop(TEXT_END_MARKER, None)
+    return list(order) + ([TEXT_END_MARKER] if TEXT_END_MARKER in defined else [])
 
 
 def write_order(outputs: list[Path], lackey_outputs: list[Path], binary: str, path: Path,
@@ -185,6 +208,7 @@ def write_order(outputs: list[Path], lackey_outputs: list[Path], binary: str, pa
             executed.setdefault(name, None)
     order = ordering(list(executed), binary)
     data = touched_data(largest_first(lackey_outputs), binary)
+    data = [n for n in data if n not in DATA_END_MARKERS] + DATA_END_MARKERS
     path.write_text(f"# gpuslice-runtime's start-up functions, first in its text (bench/start/hot_text.py).\n"
                     f"# Written by: {command}\n" + "".join(f"{n}\n" for n in order) +
                     "# The data and bss objects a create touches, first in theirs.\n" + "".join(f"{n}\n" for n in data))
@@ -209,7 +233,23 @@ def check_layout(binary: str, order_file: Path) -> tuple[str, str]:
     found_text = f"its {len(found)} listed functions ({size} bytes) span {span} bytes of {binary}'s text"
     if span > 1.25 * size + 65536:
         return found_text, ""
-    return "", found_text
+    # The entry maps in what lies before the markers: all that is listed
+    # (of the functions; of the data, what lies in the marker's segment).
+    listed = {n: data[n] for n in order_file.read_text().splitlines() if n in data and n not in DATA_END_MARKERS}
+    segments = writable_segments(binary)
+    for marker in [TEXT_END_MARKER, *DATA_END_MARKERS]:
+        at = where.get(marker, data.get(marker, (None, 0)))[0]
+        if at is None:
+            return f"{binary} has no {marker}, the end of what its entry maps in", ""
+        if marker == TEXT_END_MARKER:
+            before = [a for n, (a, _) in where.items() if n in wanted and n != marker]
+        else:
+            segment = next((s, e) for s, e in segments if s <= at < e)
+            before = [a for a, _ in listed.values() if segment[0] <= a < segment[1]]
+        after = [a for a in before if a >= at]
+        if after:
+            return f"{len(after)} listed symbols lie after {marker} ({at:#x}), which should end them", ""
+    return "", found_text + f", {TEXT_END_MARKER}, {' and '.join(DATA_END_MARKERS)} after them"
 
 
 if __name__ == "__main__":

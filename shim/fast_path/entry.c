@@ -16,6 +16,7 @@
  * glibc's are IFUNCs, unresolved this early), no sanitizer. A test checks the
  * object file references nothing but _start and fast_path.c. */
 #include "fast_path.h"
+#include "startup_pages.h"
 
 #include <asm/unistd.h>
 #include <linux/auxvec.h>
@@ -108,13 +109,15 @@ static const char *env_value(char **envp, const char *name) {
  * process that has just started). */
 #define RECORD_MAX (GPUSLICE_FAST_PATH_MAX_CONFIG + 8192)
 #define SPEC_MAX ((1 << 20) - 1)
-static char read_arena[RECORD_MAX + GPUSLICE_FAST_PATH_MAX_CONFIG + 1 + SPEC_MAX + 1] __attribute__((aligned(4096)));
-static size_t read_arena_used;
+static struct {
+  size_t used; /* here, not apart: a call that only execs touches one page of bss */
+  char bytes[RECORD_MAX + GPUSLICE_FAST_PATH_MAX_CONFIG + 1 + SPEC_MAX + 1];
+} read_arena __attribute__((aligned(4096)));
 
 /* The paths it builds go into the arena's free part too (nothing is read
  * into it while one is in use), where a config.json is read over them. */
 #define PATH_CAPACITY 4096
-static char *free_arena(void) { return read_arena + read_arena_used; }
+static char *free_arena(void) { return read_arena.bytes + read_arena.used; }
 
 /* Reads this config path's record; 0 and *r filled when there is a sound one. */
 static int read_record(const char *config_path, struct gpuslice_fp_record *r) {
@@ -135,7 +138,7 @@ static int read_record(const char *config_path, struct gpuslice_fp_record *r) {
   sys_close(fd);
   if (len < 0)
     return -1;
-  read_arena_used += (size_t)len + 1; /* parsing writes buf[len] */
+  read_arena.used += (size_t)len + 1; /* parsing writes buf[len] */
   return gpuslice_fp_parse_record(buf, (size_t)len, r);
 }
 
@@ -154,7 +157,7 @@ static int read_config(const char *path, const char **bytes, long *len) {
   sys_close(fd);
   if (*len < 0)
     return -1;
-  read_arena_used += (size_t)*len;
+  read_arena.used += (size_t)*len;
   *bytes = buf;
   return 1;
 }
@@ -401,18 +404,56 @@ static void delete_stateful(char **argv, char **envp, const char *runtime, const
   sys_exit(code);
 }
 
-__attribute__((visibility("hidden"), used)) void gpuslice_fast_path(long *sp);
+/* ---- the hand-over -------------------------------------------------------
+ * The markers shim/hot-text.order lists last, after the functions and after
+ * the bss objects that start-up and a create touch: where the ordered link
+ * put them ends what to map in (startup_pages.h). In sections of their own,
+ * so that the link moves them alone. */
+__attribute__((used, noinline, section(".text.gpuslice_hot_text_end"))) void gpuslice_hot_text_end(void) {
+  __asm__ volatile("");
+}
+__attribute__((used, section(".data.rel.ro.gpuslice_hot_relro_end"))) char gpuslice_hot_relro_end = 1;
+__attribute__((used, section(".bss.gpuslice_hot_bss_end"))) char gpuslice_hot_bss_end;
 
-void gpuslice_fast_path(long *sp) {
-  const int argc = (int)sp[0];
-  char **argv = (char **)(sp + 1);
-  char **envp = argv + argc + 1;
-  char **e = envp;
-  while (*e)
-    ++e;
+static unsigned long aux_value(const unsigned long *aux, unsigned long type) {
+  for (; aux[0] != AT_NULL; aux += 2)
+    if (aux[0] == type)
+      return aux[1];
+  return 0;
+}
+
+/* Maps in the pages the full program's start-up and a create touch
+ * (startup_pages.h). Best effort: a kernel before 5.14 has no
+ * MADV_POPULATE_*, and then the pages fault in as they would have. */
+static void map_in_startup_pages(long *sp, const unsigned long *aux) {
+  const Elf64_Phdr *phdr = (const Elf64_Phdr *)aux_value(aux, AT_PHDR);
+  const unsigned long phnum = aux_value(aux, AT_PHNUM);
+  if (!phdr || phnum == 0 || phnum > 64)
+    return;
+  unsigned long bias = 0; /* static non-PIE: none; a PIE's is what PT_PHDR says */
+  for (unsigned long i = 0; i < phnum; ++i)
+    if (phdr[i].p_type == PT_PHDR)
+      bias = (unsigned long)phdr - phdr[i].p_vaddr;
+  struct gpuslice_fp_hot_ends hot = {0, 0, 0};
+#ifdef GPUSLICE_RUNTIME_TEXT_ORDERED
+  hot.text = (unsigned long)&gpuslice_hot_text_end;
+  hot.relro = (unsigned long)&gpuslice_hot_relro_end + 1;
+  hot.bss = (unsigned long)&gpuslice_hot_bss_end + 1;
+#endif
+  struct gpuslice_fp_page_range ranges[2 * 8 + 1];
+  const int n = gpuslice_fp_startup_pages(phdr, phnum, bias, aux_value(aux, AT_PAGESZ), (unsigned long)sp, hot,
+                                          ranges, (int)(sizeof ranges / sizeof ranges[0]));
+  for (int i = 0; i < n; ++i)
+    if (sys_call(__NR_madvise, (long)ranges[i].start, (long)(ranges[i].end - ranges[i].start),
+                 ranges[i].write ? 23 /* MADV_POPULATE_WRITE */ : 22 /* MADV_POPULATE_READ */, 0, 0) == -EINVAL)
+      return;
+}
+
+/* Returns only when the full program is to run. */
+static void try_fast_path(int argc, char **argv, char **envp, const unsigned long *auxv) {
   /* Only for root, and never in a set-id program (whose environment is not
    * to be trusted: secure_getenv). */
-  for (const unsigned long *aux = (const unsigned long *)(e + 1); aux[0] != AT_NULL; aux += 2)
+  for (const unsigned long *aux = auxv; aux[0] != AT_NULL; aux += 2)
     if ((aux[0] == AT_SECURE || aux[0] == AT_EUID) && aux[1] != 0)
       return;
   if (argc < 1 || argc > GPUSLICE_FAST_PATH_MAX_ARGS)
@@ -454,4 +495,18 @@ void gpuslice_fast_path(long *sp) {
     sys_call(__NR_execve, (long)r.runtime, (long)argv, (long)envp, 0, 0);
   argv[0] = program; /* not executable after all (or a state dir to leave to
                         the full program): the full program runs */
+}
+
+__attribute__((visibility("hidden"), used)) void gpuslice_fast_path(long *sp);
+
+void gpuslice_fast_path(long *sp) {
+  const int argc = (int)sp[0];
+  char **argv = (char **)(sp + 1);
+  char **envp = argv + argc + 1;
+  char **e = envp;
+  while (*e)
+    ++e;
+  const unsigned long *auxv = (const unsigned long *)(e + 1);
+  try_fast_path(argc, argv, envp, auxv);
+  map_in_startup_pages(sp, auxv);
 }

@@ -12,7 +12,11 @@ median against the first build (per-iteration difference).
 With /bin/true as the runtime the init recorder, which runs beside it,
 finds no init and says so (its error is not timed, but it runs on the
 other CPU meanwhile, alike for every build). The spec cache and the
-fast-path record are filled by warm-up creates first.
+fast-path record are filled by warm-up creates first. The bundle and the
+state dir are on a tmpfs, as containerd's bundles and /run are on a node:
+on this VM's ext4, the fsyncs of the state dir and of config.json took
+~1 ms of each create, which a node does not pay and which drowned what
+a change saves.
 
 Run as root:  bench/start/bench_create.py OLD_BUILD NEW_BUILD [-n 300]
 """
@@ -61,6 +65,9 @@ def main() -> int:
     ap.add_argument("builds", nargs="+", help="gpuslice-runtime binaries; the first is the baseline")
     ap.add_argument("-n", "--iterations", type=int, default=300, help="creates per build (default 300)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed creates per build first (default 3)")
+    ap.add_argument("--work-fs", choices=["tmpfs", "disk"], default="tmpfs",
+                    help="what the bundle and the state dir live on: a tmpfs mounted for the run (default), as "
+                         "/run is on a node, or the disk under $TMPDIR (whose fsyncs then weigh on each create)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("bench_create.py: run as root (the spec cache and the fast path are root's)")
@@ -70,43 +77,56 @@ def main() -> int:
             raise SystemExit(f"bench_create.py: {b} is not an executable")
     print(f"# {shlex.join([sys.executable, *sys.argv])}")
     print(f"# {len(builds)} builds, {a.iterations} creates each (+{a.warmup} warm-up), {os.cpu_count()} cpus, "
-          f"kernel {os.uname().release}, runtime /bin/true")
+          f"kernel {os.uname().release}, runtime /bin/true, work dir on {a.work_fs}")
     with tempfile.TemporaryDirectory(prefix="gpuslice-bench-create-") as tmp:
-        work = Path(tmp)
-        config, config_json = write_setup(work)
-        bundle = work / "bundle"
-        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "GPUSLICE_CONFIG": str(config)}
-        root = work / "runtime-state"
-
-        def create(build: str, cid: str) -> float:
-            (bundle / "config.json").write_bytes(config_json)  # the create rewrites it
-            argv = [build, "--root", str(root), "create", "--bundle", str(bundle), cid]
-            start = time.perf_counter()
-            pid = os.posix_spawn(build, argv, env)
-            _, status = os.waitpid(pid, 0)
-            took = time.perf_counter() - start
-            if os.waitstatus_to_exitcode(status) != 0:
-                raise SystemExit(f"bench_create.py: {shlex.join(argv)} failed")
-            subprocess.run([build, "--root", str(root), "delete", "--force", cid], env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-            return took
-
-        for i in range(a.warmup):
-            for b in builds:
-                create(b, f"warm{i}")
-        times: dict[str, list[float]] = {b: [] for b in builds}
-        shuffle = random.Random(1).shuffle
-        for i in range(a.iterations):
-            order = builds[:]
-            shuffle(order)
-            for b in order:
-                times[b].append(create(b, f"c{i}"))
-        base = times[builds[0]]
-        for b in builds:
-            paired = statistics.median(x - y for x, y in zip(times[b], base))
-            print(f"create median {statistics.median(times[b]) * 1e3:7.3f} ms  p10 "
-                  f"{statistics.quantiles(times[b], n=10)[0] * 1e3:7.3f}  paired vs first {paired * 1e3:+.3f} ms  {b}")
+        if a.work_fs == "tmpfs":
+            mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0700", "gpuslice-bench", tmp],
+                                     stderr=subprocess.PIPE, text=True)
+            if mounted.returncode != 0:
+                raise SystemExit(f"cannot mount a tmpfs on {tmp}: {mounted.stderr.strip()} (or use --work-fs disk)")
+        try:
+            run_creates(Path(tmp), builds, a)
+        finally:
+            if a.work_fs == "tmpfs":
+                subprocess.run(["umount", tmp], check=False)
     return 0
+
+
+def run_creates(work: Path, builds: list[str], a: argparse.Namespace) -> None:
+    """The interleaved creates in `work`, and their figures printed."""
+    config, config_json = write_setup(work)
+    bundle = work / "bundle"
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "GPUSLICE_CONFIG": str(config)}
+    root = work / "runtime-state"
+
+    def create(build: str, cid: str) -> float:
+        (bundle / "config.json").write_bytes(config_json)  # the create rewrites it
+        argv = [build, "--root", str(root), "create", "--bundle", str(bundle), cid]
+        start = time.perf_counter()
+        pid = os.posix_spawn(build, argv, env)
+        _, status = os.waitpid(pid, 0)
+        took = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"bench_create.py: {shlex.join(argv)} failed")
+        subprocess.run([build, "--root", str(root), "delete", "--force", cid], env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        return took
+
+    for i in range(a.warmup):
+        for b in builds:
+            create(b, f"warm{i}")
+    times: dict[str, list[float]] = {b: [] for b in builds}
+    shuffle = random.Random(1).shuffle
+    for i in range(a.iterations):
+        order = builds[:]
+        shuffle(order)
+        for b in order:
+            times[b].append(create(b, f"c{i}"))
+    base = times[builds[0]]
+    for b in builds:
+        paired = statistics.median(x - y for x, y in zip(times[b], base))
+        print(f"create median {statistics.median(times[b]) * 1e3:7.3f} ms  p10 "
+              f"{statistics.quantiles(times[b], n=10)[0] * 1e3:7.3f}  paired vs first {paired * 1e3:+.3f} ms  {b}")
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ def test_bench_shims_prints_the_monitors_memory(request, test_tmp):
 def test_bench_create_prints_each_builds_creates_against_the_first(request, test_tmp):
     """bench/start/bench_create.py: real creates with 2 devices (a failed one
     stops it), each build's median and its paired difference to the first,
-    nothing left in TMPDIR."""
+    on a tmpfs of its own that is gone afterwards, nothing left in TMPDIR."""
     runtime = gpuslice_path(request.config)
     tmp = test_tmp / "tmp"
     tmp.mkdir(parents=True)
@@ -79,6 +79,8 @@ def test_bench_create_prints_each_builds_creates_against_the_first(request, test
     lines = re.findall(rf"^create median +{NUMBER} ms +p10 +{NUMBER} +paired vs first ({NUMBER}) ms +(\S+)$",
                        p.stdout, re.M)
     assert [path for _, path in lines] == [runtime, runtime] and lines[0][0] == "+0.000", p.stdout
+    assert "work dir on tmpfs" in p.stdout, p.stdout
+    assert str(tmp) not in Path("/proc/mounts").read_text()
     assert not list(tmp.iterdir()), list(tmp.iterdir())
 
 

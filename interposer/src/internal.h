@@ -120,6 +120,7 @@ int gs_track_remove(uint64_t key, int kind, int *ridx, uint64_t *size);
 extern GS_TLS int64_t gs_launch_countdown;
 struct gs_gate {
   int sample;
+  unsigned slot; /* the sample's slot (throttle.c), when sample */
   int ptsz;
   CUstream stream;
   uint64_t kernel; /* gs_kernel_key of the launch */

@@ -309,7 +309,8 @@ void gs_gate_begin(struct gs_gate *g, CUstream stream, int ptsz, uint64_t kernel
    * be measured with the host's time in it. */
   unsigned slots = t.est_ns > BATCH_GPU_NS ? SAMPLE_SLOTS : 1;
   if (t.npending < slots && ensure_events()) {
-    struct sample_slot *slot = &t.slots[(t.first_pending + t.npending) % SAMPLE_SLOTS];
+    g->slot = (t.first_pending + t.npending) % SAMPLE_SLOTS;
+    struct sample_slot *slot = &t.slots[g->slot];
     g->wall0 = gs_now_ns();
     g->cpu0 = thread_cpu_ns();
     CUresult r = ptsz ? gs_real.cuEventRecord_ptsz(slot->ev0, stream) : gs_real.cuEventRecord(slot->ev0, stream);
@@ -335,7 +336,7 @@ void gs_gate_end(struct gs_gate *g, CUresult launched) {
   /* the launch is submitted as its call returns: from then on the GPU may
    * run it, and the host's time is no longer the GPU's idle time */
   uint64_t submitted = gs_now_ns();
-  struct sample_slot *slot = &t.slots[(t.first_pending + t.npending) % SAMPLE_SLOTS];
+  struct sample_slot *slot = &t.slots[g->slot];
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
   int relaxed = gs_real.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
   CUresult r = g->ptsz ? gs_real.cuEventRecord_ptsz(slot->ev1, g->stream) : gs_real.cuEventRecord(slot->ev1, g->stream);

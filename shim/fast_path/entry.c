@@ -430,10 +430,6 @@ static void map_in_startup_pages(long *sp, const unsigned long *aux) {
   const unsigned long phnum = aux_value(aux, AT_PHNUM);
   if (!phdr || phnum == 0 || phnum > 64)
     return;
-  unsigned long bias = 0; /* static non-PIE: none; a PIE's is what PT_PHDR says */
-  for (unsigned long i = 0; i < phnum; ++i)
-    if (phdr[i].p_type == PT_PHDR)
-      bias = (unsigned long)phdr - phdr[i].p_vaddr;
   struct gpuslice_fp_hot_ends hot = {0, 0, 0};
 #ifdef GPUSLICE_RUNTIME_TEXT_ORDERED
   hot.text = (unsigned long)&gpuslice_hot_text_end;
@@ -441,7 +437,7 @@ static void map_in_startup_pages(long *sp, const unsigned long *aux) {
   hot.bss = (unsigned long)&gpuslice_hot_bss_end + 1;
 #endif
   struct gpuslice_fp_page_range ranges[2 * 8 + 1];
-  const int n = gpuslice_fp_startup_pages(phdr, phnum, bias, aux_value(aux, AT_PAGESZ), (unsigned long)sp, hot,
+  const int n = gpuslice_fp_startup_pages(phdr, phnum, gpuslice_fp_load_bias(phdr, phnum), aux_value(aux, AT_PAGESZ), (unsigned long)sp, hot,
                                           ranges, (int)(sizeof ranges / sizeof ranges[0]));
   for (int i = 0; i < n; ++i)
     if (sys_call(__NR_madvise, (long)ranges[i].start, (long)(ranges[i].end - ranges[i].start),
@@ -453,9 +449,8 @@ static void map_in_startup_pages(long *sp, const unsigned long *aux) {
 static void try_fast_path(int argc, char **argv, char **envp, const unsigned long *auxv) {
   /* Only for root, and never in a set-id program (whose environment is not
    * to be trusted: secure_getenv). */
-  for (const unsigned long *aux = auxv; aux[0] != AT_NULL; aux += 2)
-    if ((aux[0] == AT_SECURE || aux[0] == AT_EUID) && aux[1] != 0)
-      return;
+  if (aux_value(auxv, AT_SECURE) != 0 || aux_value(auxv, AT_EUID) != 0)
+    return;
   if (argc < 1 || argc > GPUSLICE_FAST_PATH_MAX_ARGS)
     return;
   const int verb = gpuslice_fp_find_verb(argc, argv);

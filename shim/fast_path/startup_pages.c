@@ -29,6 +29,13 @@ static int add_text(struct gpuslice_fp_page_range *out, int n, int max, unsigned
   return add(out, n, max, tail, page_up(end, page), 0);
 }
 
+unsigned long gpuslice_fp_load_bias(const Elf64_Phdr *phdr, size_t phnum) {
+  for (size_t i = 0; i < phnum; ++i)
+    if (phdr[i].p_type == PT_PHDR)
+      return (unsigned long)phdr - phdr[i].p_vaddr;
+  return 0;
+}
+
 int gpuslice_fp_startup_pages(const Elf64_Phdr *phdr, size_t phnum, unsigned long bias, unsigned long page,
                               unsigned long stack, struct gpuslice_fp_hot_ends hot,
                               struct gpuslice_fp_page_range *out, int max) {

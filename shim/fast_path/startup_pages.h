@@ -41,6 +41,11 @@ struct gpuslice_fp_hot_ends {
   unsigned long bss;   /* the bss up to here; 0: none of it */
 };
 
+/* What the kernel added to the addresses of a program header table it
+ * loaded at `phdr` (AT_PHDR): a PIE's is what PT_PHDR says, a static
+ * non-PIE program (no PT_PHDR) has none. */
+unsigned long gpuslice_fp_load_bias(const Elf64_Phdr *phdr, size_t phnum);
+
 /* The ranges to populate, at most 2 per PT_LOAD and 1 for the stack, into
  * out (max of them); their count. A program header table as the kernel
  * loaded it (AT_PHDR, AT_PHNUM), `bias` added to its addresses (0 in a

@@ -93,6 +93,17 @@ TEST_CASE("startup pages: without markers, all the text and no bss", "[fast-path
 }
 
 TEST_CASE("startup pages: a PIE's segments are where its bias puts them", "[fast-path]") {
+  // the bias: where PT_PHDR says the table is against where it was loaded
+  std::vector<Elf64_Phdr> with_phdr = runtime_headers();
+  Elf64_Phdr self{};
+  self.p_type = PT_PHDR;
+  self.p_vaddr = 0x40;
+  with_phdr.insert(with_phdr.begin(), self);
+  CHECK(gpuslice_fp_load_bias(with_phdr.data(), with_phdr.size()) ==
+        reinterpret_cast<unsigned long>(with_phdr.data()) - 0x40);
+  const std::vector<Elf64_Phdr> static_headers = runtime_headers(); // no PT_PHDR
+  CHECK(gpuslice_fp_load_bias(static_headers.data(), static_headers.size()) == 0);
+
   const unsigned long bias = 0x555555554000;
   const auto r = pages(runtime_headers(), bias, 0, {bias + 0x329580, bias + 0x4c7d69, bias + 0x4d8981});
   REQUIRE(r.size() == 5);
@@ -118,10 +129,7 @@ TEST_CASE("startup pages: the ranges for this very process are ones the kernel p
   const auto *phdr = reinterpret_cast<const Elf64_Phdr *>(::getauxval(AT_PHDR));
   const unsigned long phnum = ::getauxval(AT_PHNUM);
   REQUIRE(phdr);
-  unsigned long bias = 0;
-  for (unsigned long i = 0; i < phnum; ++i)
-    if (phdr[i].p_type == PT_PHDR)
-      bias = reinterpret_cast<unsigned long>(phdr) - phdr[i].p_vaddr;
+  const unsigned long bias = gpuslice_fp_load_bias(phdr, phnum);
   std::vector<gpuslice_fp_page_range> out(16);
   const int n = gpuslice_fp_startup_pages(phdr, phnum, bias, static_cast<unsigned long>(::sysconf(_SC_PAGESIZE)),
                                           0, {0, 0, 0}, out.data(), 16);

@@ -290,7 +290,7 @@ std::optional<Spec> SpecCache::find(std::string_view text) const {
     return std::nullopt;
   std::string bytes;
   try {
-    bytes = fs::read_fd(fd.get(), name, kMaxEntrySize);
+    bytes = fs::read_stat_fd(fd.get(), st, name, kMaxEntrySize);
   } catch (const Error &) {
     return std::nullopt;
   }

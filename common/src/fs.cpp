@@ -33,10 +33,17 @@ std::string read_file(const std::string &path, std::size_t max_size) {
     throw system_error("cannot stat " + quote(path));
   if (!S_ISREG(st.st_mode))
     throw Error(quote(path) + " is not a regular file");
-  return read_fd(f.fd, quote(path), max_size);
+  return read_stat_fd(f.fd, st, quote(path), max_size);
 }
 
 std::string read_fd(int fd, const std::string &shown, std::size_t max_size) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    st.st_size = 0; // read as a file whose size stat does not tell
+  return read_stat_fd(fd, st, shown, max_size);
+}
+
+std::string read_stat_fd(int fd, const struct stat &st, const std::string &shown, std::size_t max_size) {
   auto too_large = [&] { return Error(shown + " is larger than " + std::to_string(max_size) + " bytes"); };
   auto read_some = [&](char *into, std::size_t n) {
     for (;;) {
@@ -53,8 +60,7 @@ std::string read_fd(int fd, const std::string &shown, std::size_t max_size) {
   // files in a process that has just started, on a container's critical
   // path).
   std::string out;
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+  if (st.st_size > 0) {
     const auto size = static_cast<std::size_t>(st.st_size);
     if (size > max_size)
       throw too_large();

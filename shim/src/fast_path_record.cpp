@@ -32,7 +32,7 @@ std::optional<std::string> read_record(int dir, const std::string &name, std::si
       static_cast<std::size_t>(st.st_size) > max)
     return std::nullopt;
   try {
-    return fs::read_fd(fd.get(), name, max);
+    return fs::read_stat_fd(fd.get(), st, name, max);
   } catch (const Error &) {
     return std::nullopt;
   }

@@ -1,5 +1,6 @@
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fd.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/log.hpp"
 #include "gpuslice/common/strings.hpp"
@@ -7,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -81,6 +83,17 @@ TEST_CASE("read_fd: a file of the size stat tells, and one of no size (a pipe), 
   ::close(p[1]);
   CHECK_THROWS_WITH(fs::read_fd(p[0], "pipe", 5000), Catch::Contains("pipe is larger than 5000 bytes"));
   ::close(p[0]);
+
+  // With the caller's fstat: a file of that size is read whole, and bounded;
+  // a stat that tells no size (as /proc's do) reads it in chunks all the same.
+  UniqueFd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  REQUIRE(::fstat(f.get(), &st) == 0);
+  CHECK(fs::read_stat_fd(f.get(), st, "f") == text);
+  REQUIRE(::lseek(f.get(), 0, SEEK_SET) == 0);
+  CHECK_THROWS_WITH(fs::read_stat_fd(f.get(), st, "f", text.size() - 1), Catch::Contains("f is larger than"));
+  REQUIRE(::lseek(f.get(), 0, SEEK_SET) == 0);
+  CHECK(fs::read_stat_fd(f.get(), {}, "f") == text);
 
   ::unlink(path.c_str());
   ::rmdir(dir);

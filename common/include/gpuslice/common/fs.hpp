@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 namespace gpuslice::fs {
@@ -23,6 +24,9 @@ std::string read_file(const std::string &path, std::size_t max_size = kDefaultMa
 // Everything left to read from `fd`; `shown` names it in errors. More than
 // max_size bytes is an error (a file someone else can write may grow).
 std::string read_fd(int fd, const std::string &shown, std::size_t max_size = SIZE_MAX);
+// The same, for a caller that has fstat'ed `fd` already (`st`): one system
+// call less on a create's path.
+std::string read_stat_fd(int fd, const struct stat &st, const std::string &shown, std::size_t max_size = SIZE_MAX);
 
 enum class Durability {
   synced, // fsync before the rename: survives a crash (configuration files)

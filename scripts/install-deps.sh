@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config git ca-certificates lld
   nlohmann-json3-dev libyaml-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libcli11-dev catch2
   clang libfuzzer-14-dev libclang-rt-14-dev
-  libselinux1-dev libpcre2-dev libseccomp-dev libcap-dev checkpolicy semodule-utils
+  libseccomp-dev libcap-dev checkpolicy semodule-utils
   prometheus
   debhelper lintian rpm rpmlint file
   runc crun containerd podman netavark busybox-static debootstrap iproute2 strace python3 python3-pytest python3-yaml python3-grpcio python3-grpc-tools python3-protobuf

@@ -44,23 +44,6 @@ UniqueFd open_dir(const std::string &path) {
   return fd;
 }
 
-// mountinfo's octal escapes (\040 for a space) undone.
-std::string unescape(const std::string &s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size()) {
-      const std::string oct = s.substr(i + 1, 3);
-      if (oct.find_first_not_of("01234567") == std::string::npos) {
-        out.push_back(static_cast<char>(std::stoi(oct, nullptr, 8)));
-        i += 3;
-        continue;
-      }
-    }
-    out.push_back(s[i]);
-  }
-  return out;
-}
-
 // Where this process sees a hierarchy: cgroup2, or the v1 one holding the
 // devices controller.
 std::optional<std::string> mount_point(bool v2) {
@@ -81,7 +64,7 @@ std::optional<std::string> mount_point(bool v2) {
                    return true;
                return false;
              }())
-      return unescape(fields[4]);
+      return unescape_mount_field(fields[4]);
   }
   return std::nullopt;
 }

@@ -319,7 +319,7 @@ std::optional<std::string> restart_monitor_if_gone(const Config &config, const s
       const auto lines = split(*labels, '\n', EmptyParts::keep);
       if (lines.size() < 2)
         throw Error("its " + quote(path + "/" + kLabelsFile) + " is not a mount label and a process label");
-      labeler = selinux::Labeler(selinux::libselinux(), selinux::parse_mode(config.selinux_label),
+      labeler = selinux::Labeler(selinux::kernel(), selinux::parse_mode(config.selinux_label),
                                  selinux::container_labels(lines[0], lines[1].empty() ? std::nullopt
                                                                                       : std::optional(lines[1]),
                                                            config.selinux_shared_file_label));

@@ -34,7 +34,6 @@ REQUIRES_ON_RHEL9 = {
     "libstdc++.so.6": ("libstdc++", "BaseOS"),
     "libgcc_s.so.1": ("libgcc", "BaseOS"),
     "libyaml-0.so.2": ("libyaml", "AppStream"),
-    "libselinux.so.1": ("libselinux", "BaseOS"),  # a dynamic gpuslice-runtime (built on RHEL)
     "ld-linux-x86-64.so.2": ("glibc", "BaseOS"),  # gpuslice-shim's static libstdc++ (__tls_get_addr)
     "/bin/sh": ("bash", "BaseOS"),
 }

@@ -99,6 +99,16 @@ TEST_CASE("read_fd: a file of the size stat tells, and one of no size (a pipe), 
   ::rmdir(dir);
 }
 
+TEST_CASE("unescape_mount_field undoes the kernel's octal escapes, and only those", "[common]") {
+  CHECK(unescape_mount_field("/run/a\\040b") == "/run/a b");
+  CHECK(unescape_mount_field("/x\\011y\\012z\\134") == "/x\ty\nz\\");
+  CHECK(unescape_mount_field("/plain") == "/plain");
+  CHECK(unescape_mount_field("/a\\08b") == "/a\\08b");  // 8 is not octal
+  CHECK(unescape_mount_field("/a\\04") == "/a\\04");    // cut short
+  CHECK(unescape_mount_field("\\") == "\\");
+  CHECK(unescape_mount_field("") == "");
+}
+
 TEST_CASE("write_file_atomic replaces content and keeps the mode", "[common]") {
   char dir[] = "/tmp/gpuslice-test-XXXXXX";
   REQUIRE(::mkdtemp(dir));

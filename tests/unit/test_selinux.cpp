@@ -1,7 +1,7 @@
 // SELinux contexts and labels (selinux/, docs/selinux.md): the syntax of
 // what config.json and the config give, which label each of gpuslice's
 // files gets (through a recording System: no SELinux kernel needed), and
-// the real libselinux path writing security.selinux on tmpfs and on the
+// the real path (selinux/src/kernel.cpp) writing security.selinux on tmpfs and on the
 // temp dir's filesystem (root: CAP_SYS_ADMIN sets security.* attributes;
 // a kernel without SELinux stores them as given).
 #include "gpuslice/common/error.hpp"
@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <thread>
 
 using namespace gpuslice;
@@ -319,11 +320,11 @@ std::optional<std::string> xattr_label(const std::string &path) {
   return s;
 }
 
-// The real path: libselinux with selinux.label = on, in `dir`. Returns
+// The real path: the kernel's interfaces with selinux.label = on, in `dir`. Returns
 // what went wrong, "" when nothing did (it also runs in a forked child).
 std::string label_for_real(const std::string &dir) {
   try {
-    Labeler l(libselinux(), Mode::on, labels());
+    Labeler l(kernel(), Mode::on, labels());
     if (!l.active())
       return "labeler inactive with selinux.label = on";
     const std::string file = dir + "/limits";
@@ -347,38 +348,27 @@ std::string label_for_real(const std::string &dir) {
   }
 }
 
-bool is_tmpfs(const std::string &path) {
+bool has_magic(const std::string &path, unsigned long magic) {
   struct statfs st {};
-  return ::statfs(path.c_str(), &st) == 0 && st.f_type == 0x01021994; // TMPFS_MAGIC
+  return ::statfs(path.c_str(), &st) == 0 && static_cast<unsigned long>(st.f_type) == magic;
 }
 
-} // namespace
-
-TEST_CASE("selinux: libselinux writes security.selinux on the temp dir's filesystem", "[selinux][root]") {
-  REQUIRE(::geteuid() == 0); // root: CAP_SYS_ADMIN for security.* attributes
-  // libselinux's answer agrees with the kernel's own file (selinuxfs is
-  // mounted with a policy where SELinux is on), and auto follows it.
-  CHECK(libselinux().enabled() == (::access("/sys/fs/selinux/enforce", F_OK) == 0));
-  CHECK(Labeler(libselinux(), Mode::automatic, labels()).active() == libselinux().enabled());
-  TempDir t;
-  struct statfs st {};
-  REQUIRE(::statfs(t.path().c_str(), &st) == 0);
-  INFO("the temp dir's filesystem magic: 0x" << std::hex << st.f_type << " (ext4 0xef53 on this class of machine)");
-  CHECK(label_for_real(t.path()).empty());
-}
-
-TEST_CASE("selinux: libselinux writes security.selinux on a tmpfs", "[selinux][root]") {
-  REQUIRE(::geteuid() == 0);
-  TempDir t;
+// What `check` returns, run in a child with a fresh `fstype` (whose statfs
+// magic is `magic`) mounted on `dir` in a private mount namespace, so that
+// the mount goes with the child; "" means all went well.
+std::string on_fresh_mount(const std::string &dir, const char *fstype, unsigned long magic,
+                           const std::function<std::string()> &check) {
   int out[2];
-  REQUIRE(::pipe(out) == 0);
+  if (::pipe(out) != 0)
+    return "no pipe";
   const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) { // a private mount namespace, so the tmpfs goes with the child
-    std::string result = "cannot mount a tmpfs";
+  if (pid < 0)
+    return "no fork";
+  if (pid == 0) {
+    std::string result = std::string("cannot mount a ") + fstype;
     if (::unshare(CLONE_NEWNS) == 0 && ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
-        ::mount("tmpfs", t.path().c_str(), "tmpfs", 0, "size=1m") == 0)
-      result = is_tmpfs(t.path()) ? label_for_real(t.path()) : "not a tmpfs";
+        ::mount(fstype, dir.c_str(), fstype, 0, "size=1m") == 0)
+      result = has_magic(dir, magic) ? check() : std::string("not a ") + fstype;
     (void)!::write(out[1], result.data(), result.size());
     ::_exit(0);
   }
@@ -389,8 +379,66 @@ TEST_CASE("selinux: libselinux writes security.selinux on a tmpfs", "[selinux][r
     result.append(buf, static_cast<std::size_t>(n));
   ::close(out[0]);
   int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  CHECK(result.empty());
+  if (::waitpid(pid, &status, 0) != pid)
+    return "no child";
+  return result;
+}
+
+} // namespace
+
+TEST_CASE("selinux: security.selinux written on the temp dir's filesystem", "[selinux][root]") {
+  REQUIRE(::geteuid() == 0); // root: CAP_SYS_ADMIN for security.* attributes
+  // The answer agrees with the kernel's own file (selinuxfs is
+  // mounted with a policy where SELinux is on), and auto follows it.
+  CHECK(kernel().enabled() == (::access("/sys/fs/selinux/enforce", F_OK) == 0));
+  CHECK(Labeler(kernel(), Mode::automatic, labels()).active() == kernel().enabled());
+  TempDir t;
+  struct statfs st {};
+  REQUIRE(::statfs(t.path().c_str(), &st) == 0);
+  INFO("the temp dir's filesystem magic: 0x" << std::hex << st.f_type << " (ext4 0xef53 on this class of machine)");
+  CHECK(label_for_real(t.path()).empty());
+}
+
+TEST_CASE("selinux: security.selinux written on a tmpfs", "[selinux][root]") {
+  REQUIRE(::geteuid() == 0);
+  TempDir t;
+  CHECK(on_fresh_mount(t.path(), "tmpfs", 0x01021994 /* TMPFS_MAGIC */, [&] { return label_for_real(t.path()); }) ==
+        "");
+}
+
+TEST_CASE("selinux: a filesystem without security attributes refuses a label, and says so", "[selinux][root]") {
+  REQUIRE(::geteuid() == 0);
+  TempDir t;
+  // ramfs keeps no extended attributes: EOPNOTSUPP, and no label already
+  // there to excuse it.
+  const std::string result = on_fresh_mount(t.path(), "ramfs", 0x858458f6 /* RAMFS_MAGIC */, [&] {
+    const std::string file = t.path() + "/limits";
+    UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    try {
+      kernel().set_fd_label(fd.get(), kMount);
+      return std::string("labelled");
+    } catch (const Error &e) {
+      return e.message();
+    }
+  });
+  CHECK(result.find("cannot label it \"" + kMount + "\"") != std::string::npos);
+  CHECK(result.find("not supported") != std::string::npos);
+}
+
+TEST_CASE("selinux: the socket creation label goes to the kernel, which says no without SELinux", "[selinux][root]") {
+  REQUIRE(::geteuid() == 0);
+  if (kernel().enabled()) {
+    CHECK_NOTHROW(kernel().set_socket_create_label("")); // the default again, always allowed
+    return;
+  }
+  // No SELinux: the kernel refuses the write (EINVAL), and the message
+  // names the label.
+  try {
+    kernel().set_socket_create_label(kProcess);
+    FAIL("the label was accepted without SELinux");
+  } catch (const Error &e) {
+    CHECK(e.message().find("cannot set the socket creation label \"" + kProcess + "\"") != std::string::npos);
+  }
 }
 
 TEST_CASE("selinux: a name swapped for a symlink while being labelled: the link's target is never labelled",
@@ -402,7 +450,7 @@ TEST_CASE("selinux: a name swapped for a symlink while being labelled: the link'
   UniqueFd dir(::open(t.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   REQUIRE(dir);
   UniqueFd(::openat(dir.get(), "ours", O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
-  Labeler l(libselinux(), Mode::on, labels());
+  Labeler l(kernel(), Mode::on, labels());
   std::atomic<bool> stop{false};
   std::atomic<int> swaps{0};
   std::thread racer([&] {

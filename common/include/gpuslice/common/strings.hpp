@@ -42,6 +42,10 @@ std::string trim_space(std::string_view text);
 // The items with `separator` between them.
 std::string join(const std::vector<std::string> &items, std::string_view separator);
 
+// A field of /proc/PID/mounts or mountinfo (a mount point, a source) with
+// the kernel's octal escapes undone (\040 for a space, \012 for a newline).
+std::string unescape_mount_field(std::string_view field);
+
 // The argv or envp an exec takes: pointers to `strings` (which must outlive
 // it), then nullptr. The exec functions' char *const[] never writes to them.
 std::vector<char *> c_strings(const std::vector<std::string> &strings);

@@ -79,7 +79,7 @@ std::unique_ptr<Modifier> exec_env_modifier(std::vector<std::string> env);
 std::unique_ptr<Modifier> sharing_modifier(sharing::Limits limits);
 // SELinux labels for what commit makes, from the container's
 // linux.mountLabel and process.selinuxLabel (selinux/labeler.hpp).
-std::unique_ptr<Modifier> selinux_modifier(selinux::System &system = selinux::libselinux());
+std::unique_ptr<Modifier> selinux_modifier(selinux::System &system = selinux::kernel());
 
 // What a create asks for: the requested devices (none: the spec asks for
 // nothing and ctx is untouched) and the spec files that failed to load.

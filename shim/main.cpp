@@ -60,11 +60,18 @@ int fail(const shim::CommandLine &cl, const Config &config, const std::string &m
 
 int run(shim::CommandLine &cl) {
   const std::string config_file = config_path();
+  // What the entry read already (fast_path.h), where it is the same file.
+  const gpuslice_fp_handover &handed = *gpuslice_fp_handed_over();
+  const bool config_handed = handed.config_path && config_file == handed.config_path;
   Config config;
   std::optional<std::string> config_text;
   bool config_read = false;
   try {
-    config_text = read_config_text(config_file);
+    if (config_handed)
+      config_text = handed.config ? std::optional<std::string>(std::in_place, handed.config, handed.config_size)
+                                  : std::nullopt;
+    else
+      config_text = read_config_text(config_file);
     config = config_text ? parse_config(*config_text, config_file) : Config{};
     config_read = true;
   } catch (const Error &e) {
@@ -83,7 +90,10 @@ int run(shim::CommandLine &cl) {
   // What the next calls' fast path (shim/fast_path/) may rely on.
   if (config_read)
     shim::save_fast_path_record(config_file, config_text, runtime, config.state_dir, shim::create_triggers(config),
-                                GPUSLICE_FAST_PATH_DIR);
+                                GPUSLICE_FAST_PATH_DIR,
+                                config_handed && handed.record
+                                    ? std::optional<std::string_view>(std::in_place, handed.record, handed.record_size)
+                                    : std::nullopt);
 
   if (cl.deletes() && !cl.container_id.empty() && state::container_dir_exists(config.state_dir, cl.container_id)) {
     try {
@@ -130,6 +140,8 @@ int run(shim::CommandLine &cl) {
     try {
       shim::CreateRequest request{cl.bundle, cl.container_id, cl.pid_file};
       request.defer_monitor = cl.verb == "create";
+      if (config_handed && handed.spec_path)
+        request.spec_read.emplace(handed.spec_path, std::string(handed.spec, handed.spec_size));
       // a create killed half-way (kill -9) left its temporary config.json
       fs::remove_stale_temporaries((cl.bundle.empty() ? std::string(".") : cl.bundle) + "/config.json");
       auto edit = shim::prepare_bundle(request, config, config_file,

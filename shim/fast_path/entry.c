@@ -109,18 +109,24 @@ static const char *env_value(char **envp, const char *name) {
  * process that has just started). */
 #define RECORD_MAX (GPUSLICE_FAST_PATH_MAX_CONFIG + 8192)
 #define SPEC_MAX ((1 << 20) - 1)
-static struct {
-  size_t used; /* here, not apart: a call that only execs touches one page of bss */
-  char bytes[RECORD_MAX + GPUSLICE_FAST_PATH_MAX_CONFIG + 1 + SPEC_MAX + 1];
-} read_arena __attribute__((aligned(4096)));
-
 /* The paths it builds go into the arena's free part too (nothing is read
- * into it while one is in use), where a config.json is read over them. */
+ * into it while one is in use). */
 #define PATH_CAPACITY 4096
+static struct {
+  /* These two here, not apart: a call that only execs touches one page of bss. */
+  size_t used;
+  struct gpuslice_fp_handover handover;
+  /* the record, its copy for the hand-over, the config, a create's
+   * config.json's path and bytes; each read may take a byte more than it keeps */
+  char bytes[2 * RECORD_MAX + GPUSLICE_FAST_PATH_MAX_CONFIG + 1 + PATH_CAPACITY + SPEC_MAX + 1];
+} read_arena __attribute__((aligned(4096)));
 static char *free_arena(void) { return read_arena.bytes + read_arena.used; }
 
-/* Reads this config path's record; 0 and *r filled when there is a sound one. */
-static int read_record(const char *config_path, struct gpuslice_fp_record *r) {
+const struct gpuslice_fp_handover *gpuslice_fp_handed_over(void) { return &read_arena.handover; }
+
+/* Reads this config path's record; 0 and *r filled when there is a sound one.
+ * With `keep`, its bytes are kept, unparsed, for the hand-over. */
+static int read_record(const char *config_path, struct gpuslice_fp_record *r, int keep) {
   char name[17];
   gpuslice_fp_record_name(config_path, name);
   struct statx st;
@@ -139,6 +145,14 @@ static int read_record(const char *config_path, struct gpuslice_fp_record *r) {
   if (len < 0)
     return -1;
   read_arena.used += (size_t)len + 1; /* parsing writes buf[len] */
+  if (keep) { /* parsing cuts its lines in place */
+    char *const copy = free_arena();
+    for (long i = 0; i < len; ++i)
+      copy[i] = buf[i];
+    read_arena.used += (size_t)len;
+    read_arena.handover.record = copy;
+    read_arena.handover.record_size = (size_t)len;
+  }
   return gpuslice_fp_parse_record(buf, (size_t)len, r);
 }
 
@@ -276,18 +290,26 @@ static int spec_without_request(int argc, char **argv, int verb, const struct gp
     return 0;
   if (!bundle)
     bundle = ".";
-  char *const buf = free_arena(); /* the path, then the bytes over it */
+  char *const path = free_arena(); /* the path, then the bytes after it */
   if (gpuslice_fp_strlen(bundle) + sizeof name > PATH_CAPACITY)
     return 0;
-  append(append(buf, bundle), name);
-  const int fd = sys_openat(AT_FDCWD, buf, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  char *const buf = append(append(path, bundle), name) + 1;
+  const int fd = sys_openat(AT_FDCWD, path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     return 0;
   struct statx st;
   const long len =
       sys_statx(fd, "", AT_EMPTY_PATH, &st) == 0 && S_ISREG(st.stx_mode) ? read_all(fd, buf, SPEC_MAX) : -1;
   sys_close(fd);
-  return len >= 0 && !gpuslice_fp_spec_may_request(buf, (size_t)len, r);
+  if (len < 0)
+    return 0;
+  if (!gpuslice_fp_spec_may_request(buf, (size_t)len, r))
+    return 1;
+  read_arena.used += (size_t)(buf - path) + (size_t)len;
+  read_arena.handover.spec_path = path;
+  read_arena.handover.spec = buf;
+  read_arena.handover.spec_size = (size_t)len;
+  return 0;
 }
 
 /* ---- delete of a container with state ----------------------------------
@@ -460,14 +482,19 @@ static void try_fast_path(int argc, char **argv, char **envp, const unsigned lon
   if (!config_path || !*config_path)
     config_path = GPUSLICE_DEFAULT_CONFIG;
   struct gpuslice_fp_record r;
-  if (read_record(config_path, &r) != 0)
+  if (read_record(config_path, &r, kind == GPUSLICE_FP_BUNDLE) != 0)
     return;
   long config_len = 0;
   const char *config_bytes = 0;
   const int config = read_config(config_path, &config_bytes, &config_len);
   if (config < 0 ||
-      !gpuslice_fp_record_matches(&r, config_path, config_bytes, (size_t)config_len, env_value(envp, "PATH")))
+      !gpuslice_fp_record_matches(&r, config_path, config_bytes, (size_t)config_len, env_value(envp, "PATH"))) {
+    read_arena.handover.record = 0;
     return;
+  }
+  read_arena.handover.config_path = config_path;
+  read_arena.handover.config = config_bytes;
+  read_arena.handover.config_size = (size_t)config_len;
   /* A delete whose container (the last argument, runc's and crun's place
    * for it) is the only one with a state dir may still be the entry's. */
   const int stateful_delete = kind == GPUSLICE_FP_STATEFUL && gpuslice_fp_streq(argv[verb], "delete") &&

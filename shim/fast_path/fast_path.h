@@ -129,6 +129,27 @@ int gpuslice_fp_create_bundle(int argc, char *const *argv, int verb, const char 
  * linux.devices). 1 on any doubt. */
 int gpuslice_fp_spec_may_request(const char *json, size_t len, const struct gpuslice_fp_record *r);
 
+/* What the entry read before it handed a create or run to the full program
+ * (its config.json may hold a request), so that the full program does not
+ * open and read the same three files again a few microseconds later: the
+ * config's record as it lay on disk (the entry checked that it and its
+ * directory are root's alone), the config's bytes, and config.json's. Set
+ * only once the record matched the config and $PATH, so each is what the
+ * full program would read itself; the full program uses one only where its
+ * own path for it is the very same string. In the entry's arena. */
+struct gpuslice_fp_handover {
+  const char *config_path; /* NULL: nothing handed over */
+  const char *config;      /* NULL: there is no config file */
+  size_t config_size;
+  const char *record;      /* NULL: not kept (a verb other than create or run) */
+  size_t record_size;
+  const char *spec_path;   /* "BUNDLE/config.json" as the entry opened it; NULL: not read */
+  const char *spec;
+  size_t spec_size;
+};
+/* The entry's hand-over (gpuslice-runtime's entry.c defines it). */
+const struct gpuslice_fp_handover *gpuslice_fp_handed_over(void);
+
 /* Small string helpers of the freestanding code (no C library there). */
 size_t gpuslice_fp_strlen(const char *s);
 int gpuslice_fp_streq(const char *a, const char *b);

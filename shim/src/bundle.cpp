@@ -188,7 +188,9 @@ BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const st
                           HookMode hooks) {
   const std::string bundle_dir = request.bundle_dir.empty() ? std::string(".") : request.bundle_dir;
   const std::string path = bundle_dir + "/config.json";
-  BundleSpec spec = BundleSpec::load(path);
+  BundleSpec spec = request.spec_read && request.spec_read->first == path
+                        ? BundleSpec::parse(request.spec_read->second, path)
+                        : BundleSpec::load(path);
   CreateContext ctx{spec, config, config_file, request.container_id,
                     fs::clean_path(config.state_dir) + "/containers/" + request.container_id, std::string(), {}, {}};
   ctx.defer_monitor = request.defer_monitor;

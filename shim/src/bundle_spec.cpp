@@ -13,8 +13,14 @@ constexpr std::size_t kMaxBundleConfigSize = 16u << 20;
 } // namespace
 
 BundleSpec BundleSpec::load(const std::string &path) {
+  return with_context("OCI spec " + quote(path), [&] { return parse(fs::read_file(path, kMaxBundleConfigSize), path); });
+}
+
+BundleSpec BundleSpec::parse(const std::string &text, const std::string &path) {
   return with_context("OCI spec " + quote(path), [&] {
-    auto doc = parse_json<cdi::OciSpec>(fs::read_file(path, kMaxBundleConfigSize));
+    if (text.size() > kMaxBundleConfigSize)
+      throw Error("larger than " + std::to_string(kMaxBundleConfigSize) + " bytes");
+    auto doc = parse_json<cdi::OciSpec>(text);
     if (!doc.is_object())
       throw Error("not a JSON object");
     return BundleSpec(std::move(doc));

@@ -69,7 +69,8 @@ std::optional<std::string> fast_path_record(const FastPathFacts &f) {
 
 void save_fast_path_record(const std::string &config_path, const std::optional<std::string> &config_text,
                            const std::string &runtime, const std::string &state_dir,
-                           const std::vector<std::string> &create_triggers, const std::string &dir) {
+                           const std::vector<std::string> &create_triggers, const std::string &dir,
+                           std::optional<std::string_view> on_disk) {
   if (::geteuid() != 0)
     return;
   struct stat st {};
@@ -80,7 +81,7 @@ void save_fast_path_record(const std::string &config_path, const std::optional<s
   if (const char *path = std::getenv("PATH"))
     facts.path_env = path;
   const auto record = fast_path_record(facts);
-  if (!record)
+  if (!record || on_disk == std::string_view(*record))
     return;
   char name[17];
   gpuslice_fp_record_name(config_path.c_str(), name);
@@ -92,7 +93,7 @@ void save_fast_path_record(const std::string &config_path, const std::optional<s
   UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!dir_fd || ::fstat(dir_fd.get(), &st) != 0 || !root_only(st))
     return;
-  if (read_record(dir_fd.get(), name, record->size()) == record)
+  if (!on_disk && read_record(dir_fd.get(), name, record->size()) == record)
     return;
   try {
     // rename only, no fsync: a record does not outlive the boot (/run)

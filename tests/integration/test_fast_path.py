@@ -176,6 +176,35 @@ def test_a_create_that_may_ask_for_a_device_is_the_full_programs(gpuslice_runtim
     assert cid + "-env" not in rt.list_ids()
 
 
+def test_a_create_with_a_device_reads_its_config_record_and_config_json_once(gpuslice_runtime, fresh_record, bundle,
+                                                                             fake_gpu, cid, gpuslice_state_dir,
+                                                                             test_tmp):
+    """The entry hands what it read to the full program (fast_path.h's
+    hand-over): a create with a device opens the config, its record and
+    config.json once each, and still gets the device; with no record to
+    match (the first create), the full program reads them itself."""
+    rt, log = gpuslice_runtime, test_tmp / "strace.log"
+    config = rt.env["GPUSLICE_CONFIG"]
+
+    def opens(one: str) -> dict[str, int]:
+        bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+        bundle.write()
+        p = subprocess.run(["strace", "-qq", "-e", "trace=openat,open", "-o", str(log), *QUIET,
+                            *rt.cmd(*create_args(bundle, one))],
+                           env=rt.env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert (gpuslice_state_dir / "containers" / one / "cdi-env").exists()  # the device is in
+        calls = [line for line in log.read_text().splitlines() if line.startswith(("openat(", "open("))]
+        count = {name: sum(f'"{path}"' in c for c in calls) for name, path in
+                 (("config", config), ("record", record_of(rt).name), ("config.json", bundle.config_path))}
+        rt.delete(one, force=True)
+        return count
+
+    # no record yet: the entry looks for it and stops; the full program reads all three
+    assert opens(cid + "-first") == {"config": 1, "record": 2, "config.json": 1}
+    assert opens(cid) == {"config": 1, "record": 1, "config.json": 1}
+
+
 def test_containers_with_state_or_a_monitor_are_left_to_the_full_program(gpuslice_runtime, fresh_record, bundle,
                                                                          fake_gpu, cid, gpuslice_state_dir, test_tmp):
     rt, log = gpuslice_runtime, test_tmp / "strace.log"

@@ -474,3 +474,33 @@ TEST_CASE("fast path: a spec it takes at create has no request, as the full prog
   }
   CHECK(taken > 100); // the property was tested on specs the entry takes
 }
+
+TEST_CASE("fast path: the record the entry handed over spares reading it again, and a stale one is replaced",
+          "[fast-path][root]") {
+  REQUIRE(::geteuid() == 0); // records are root's
+  gpuslice::testing::TempDir t;
+  const std::string dir = t.path() + "/records";
+  const std::string config_path = t.path() + "/gpuslice.toml";
+  const std::optional<std::string> text = std::string("[runtime]\nruntimes = [\"/bin/true\"]\n");
+  const std::vector<std::string> triggers{"cdi.k8s.io/"};
+  char name[17];
+  gpuslice_fp_record_name(config_path.c_str(), name);
+  const std::string file = dir + "/" + name;
+
+  save_fast_path_record(config_path, text, "/bin/true", "/run/gpuslice", triggers, dir);
+  const std::string record = fs::read_file(file);
+  CHECK(record.rfind(GPUSLICE_FAST_PATH_MAGIC, 0) == 0);
+
+  // Handed over as it is: nothing to do, not even a look at the dir.
+  std::filesystem::remove_all(dir);
+  save_fast_path_record(config_path, text, "/bin/true", "/run/gpuslice", triggers, dir, record);
+  CHECK_FALSE(std::filesystem::exists(dir));
+  // Handed over stale (another state dir then): written again, as it is now.
+  save_fast_path_record(config_path, text, "/bin/true", "/run/gpuslice", triggers, dir,
+                        std::string_view(record).substr(0, record.size() / 2));
+  CHECK(fs::read_file(file) == record);
+  // Without a hand-over it is read and compared: a different one on disk is replaced.
+  fs::write_file_atomic(file, "stale", 0600);
+  save_fast_path_record(config_path, text, "/bin/true", "/run/gpuslice", triggers, dir);
+  CHECK(fs::read_file(file) == record);
+}

@@ -155,6 +155,30 @@ TEST_CASE("prepare_bundle for create: no hook; runc's pid file in the state dir 
   CHECK(nothing.pid_file.empty()); // runc's arguments stay untouched
 }
 
+TEST_CASE("prepare_bundle: config.json's bytes read already are used for that very path only", "[shim]") {
+  TempDir t;
+  const Config config = one_device_config(t);
+  const std::string requested = R"({"process": {"env": []}, "annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}})";
+  const std::string plain = R"({"process": {"env": []}})";
+  // On disk no request; the bytes handed over hold one: they are what is edited.
+  t.write("b1/config.json", plain);
+  CreateRequest handed{t / "b1", "c1", ""};
+  handed.spec_read.emplace(t / "b1/config.json", requested);
+  CHECK(prepare_bundle(handed, config, kDefaultConfigPath, HookMode::none).written);
+  CHECK(cdi::OciSpec::parse(fs::read_file(t / "b1/config.json")).at("annotations").contains("cdi.k8s.io/x"));
+  // Read from another path (another spelling of it, even): the file is read.
+  t.write("b2/config.json", plain);
+  CreateRequest elsewhere{t / "b2", "c2", ""};
+  elsewhere.spec_read.emplace(t.path() + "/b2/./config.json", requested);
+  CHECK_FALSE(prepare_bundle(elsewhere, config, kDefaultConfigPath, HookMode::none).written);
+  // Handed-over bytes are held to the same rules as the file's.
+  t.write("b3/config.json", requested);
+  CreateRequest broken{t / "b3", "c3", ""};
+  broken.spec_read.emplace(t / "b3/config.json", "[1]");
+  CHECK_THROWS_WITH(prepare_bundle(broken, config, kDefaultConfigPath, HookMode::none),
+                    Catch::Contains("b3/config.json") && Catch::Contains("not a JSON object"));
+}
+
 TEST_CASE("prepare_bundle: nothing requested leaves config.json alone; failures leave it unchanged", "[shim]") {
   TempDir t;
   const Config config = one_device_config(t);

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ struct CreateRequest {
   // not started (BundleEdit::monitor); the caller starts it once runc has
   // made the init.
   bool defer_monitor = false;
+  // config.json's bytes when the caller has read them already (the fast
+  // path's entry, microseconds before), with the path it read them from:
+  // used when that is the bundle's config.json path, string for string.
+  std::optional<std::pair<std::string, std::string>> spec_read{}; // {path, bytes}
 };
 
 struct BundleEdit {

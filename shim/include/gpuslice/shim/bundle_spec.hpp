@@ -17,6 +17,8 @@ class BundleSpec {
 public:
   // Reads and parses `path` (at most 16 MiB, nesting bounded). Throws Error.
   static BundleSpec load(const std::string &path);
+  // The same for `text`, read from `path` already.
+  static BundleSpec parse(const std::string &text, const std::string &path);
   explicit BundleSpec(cdi::OciSpec doc);
 
   // root.path (required); root.readonly (false when absent).

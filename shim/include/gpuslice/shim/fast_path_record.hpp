@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpuslice::shim {
@@ -29,9 +30,12 @@ std::optional<std::string> fast_path_record(const FastPathFacts &facts);
 // Saves the record of this run (the config as read, the runtime found, this
 // process's $PATH) into `dir`, unless the same is there already. Root only.
 // Best effort, and silent: the fast path is an optimisation, and a failure
-// here only costs the next calls their speed.
+// here only costs the next calls their speed. `on_disk`: the record's bytes
+// as the entry read them from `dir` moments ago (it checked that the dir
+// and the file are root's alone), which spares reading them again.
 void save_fast_path_record(const std::string &config_path, const std::optional<std::string> &config_text,
                            const std::string &runtime, const std::string &state_dir,
-                           const std::vector<std::string> &create_triggers, const std::string &dir);
+                           const std::vector<std::string> &create_triggers, const std::string &dir,
+                           std::optional<std::string_view> on_disk = std::nullopt);
 
 } // namespace gpuslice::shim

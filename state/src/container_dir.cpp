@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -68,6 +69,25 @@ UniqueFd open_containers(const std::string &state_dir, bool create) {
     if (!fd && errno != ENOENT)
       throw system_error("cannot open " + quote(cleaned));
     return fd;
+  }
+  // Usually all there: the state dir in one call that follows no symlink
+  // anywhere (as the walk's O_NOFOLLOW at each component refuses them),
+  // and its containers dir. The walk below makes what is missing, and
+  // serves a kernel without openat2 (before 5.6) or a seccomp filter
+  // that refuses it.
+  const std::string state = fs::dirname(cleaned);
+  open_how how{};
+  how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS;
+  if (UniqueFd dir(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, state.c_str(), &how, sizeof how))); dir) {
+    secure(dir.get(), state); // the state dir: root's alone, whoever made it
+    UniqueFd containers = open_dir_at(dir.get(), "containers");
+    if (!containers && errno == ENOENT)
+      containers = open_or_make_dir(dir.get(), "containers", cleaned);
+    if (!containers)
+      throw system_error("cannot open " + quote(cleaned));
+    secure(containers.get(), cleaned);
+    return containers;
   }
   UniqueFd cur(::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   std::string prefix;

@@ -75,6 +75,38 @@ TEST_CASE("state dir: 0700 down from the state dir, records its creator, removed
   CHECK_THROWS_AS(create_container_dir("relative", "x"), Error);
 }
 
+TEST_CASE("state dir: no symlink on the way is followed, whether all is there or is made; loose modes are tightened",
+          "[state]") {
+  TempDir t;
+  const auto mode = [](const std::string &p) {
+    struct stat st {};
+    REQUIRE(::lstat(p.c_str(), &st) == 0);
+    return st.st_mode & 07777;
+  };
+  create_container_dir(t / "real/gpuslice", "c0");
+  REQUIRE(::symlink((t / "real").c_str(), (t / "link").c_str()) == 0);
+  // All there, through a link: refused (one call, or the walk).
+  CHECK_THROWS_WITH(create_container_dir(t / "link/gpuslice", "c1"), Catch::Contains("cannot open"));
+  // To be made, through a link: refused, nothing made behind it.
+  CHECK_THROWS_WITH(create_container_dir(t / "link/new", "c1"), Catch::Contains("cannot open"));
+  CHECK_FALSE(exists(t / "real/new"));
+  // The containers dir a link: refused.
+  REQUIRE(::mkdir((t / "other").c_str(), 0700) == 0);
+  REQUIRE(::symlink((t / "real/gpuslice/containers").c_str(), (t / "other/containers").c_str()) == 0);
+  CHECK_THROWS_WITH(create_container_dir(t / "other", "c2"), Catch::Contains("cannot open"));
+  CHECK_FALSE(exists(t / "real/gpuslice/containers/c2"));
+  // All there but loosened: made root's 0700 again, and the container's dir made.
+  REQUIRE(::chmod((t / "real/gpuslice").c_str(), 0755) == 0);
+  REQUIRE(::chmod((t / "real/gpuslice/containers").c_str(), 0777) == 0);
+  CHECK(create_container_dir(t / "real/gpuslice", "c3").path == t / "real/gpuslice/containers/c3");
+  CHECK(mode(t / "real/gpuslice") == 0700);
+  CHECK(mode(t / "real/gpuslice/containers") == 0700);
+  // The state dir there, its containers dir not yet: made.
+  REQUIRE(::mkdir((t / "bare").c_str(), 0700) == 0);
+  CHECK(create_container_dir(t / "bare", "c4").path == t / "bare/containers/c4");
+  CHECK(mode(t / "bare/containers") == 0700);
+}
+
 TEST_CASE("state dir: a live container's id is refused, a stale one is taken over", "[state]") {
   TempDir t;
   const std::string state = t / "state";

@@ -142,8 +142,6 @@ int run(shim::CommandLine &cl) {
       request.defer_monitor = cl.verb == "create";
       if (config_handed && handed.spec_path)
         request.spec_read.emplace(handed.spec_path, std::string(handed.spec, handed.spec_size));
-      // a create killed half-way (kill -9) left its temporary config.json
-      fs::remove_stale_temporaries((cl.bundle.empty() ? std::string(".") : cl.bundle) + "/config.json");
       auto edit = shim::prepare_bundle(request, config, config_file,
                                        cl.verb == "run" ? shim::HookMode::add : shim::HookMode::none);
       if (request.pid_file != cl.pid_file)
@@ -165,11 +163,21 @@ int run(shim::CommandLine &cl) {
     }
   }
 
+  // A create killed half-way (kill -9) left its temporary config.json: a
+  // create with state leaves that to its init recorder, off the
+  // container's critical path.
+  const auto tidy_bundle = [&] {
+    fs::remove_stale_temporaries((cl.bundle.empty() ? std::string(".") : cl.bundle) + "/config.json");
+  };
+  if (cl.edits_bundle() && !(cl.verb == "create" && has_state))
+    tidy_bundle();
   try {
     if (cl.verb == "create" && has_state)
       shim::exec_recording_init(runtime, cl, config, cl.pid_file, monitor);
-    if (cl.verb == "create" && has_state)
+    if (cl.verb == "create" && has_state) { // no recorder (a kernel before 5.3): runc as a child
+      tidy_bundle();
       return shim::create_recording_init(runtime, cl, config, cl.pid_file, std::move(monitor));
+    }
     if (cl.verb == "run" && has_state)
       return shim::run_with_state(runtime, cl, config);
     shim::exec_runtime(runtime, cl.args);

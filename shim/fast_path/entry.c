@@ -458,7 +458,7 @@ static void map_in_startup_pages(long *sp, const unsigned long *aux) {
   hot.relro = (unsigned long)&gpuslice_hot_relro_end + 1;
   hot.bss = (unsigned long)&gpuslice_hot_bss_end + 1;
 #endif
-  struct gpuslice_fp_page_range ranges[2 * 8 + 1];
+  struct gpuslice_fp_page_range ranges[3 * 8 + 1];
   const int n = gpuslice_fp_startup_pages(phdr, phnum, gpuslice_fp_load_bias(phdr, phnum), aux_value(aux, AT_PAGESZ), (unsigned long)sp, hot,
                                           ranges, (int)(sizeof ranges / sizeof ranges[0]));
   for (int i = 0; i < n; ++i)

@@ -52,8 +52,13 @@ int gpuslice_fp_startup_pages(const Elf64_Phdr *phdr, size_t phnum, unsigned lon
     if (mem_end < start || page_up(mem_end, page) < mem_end)
       continue;
     if (p->p_flags & PF_W) {
-      const unsigned long written = hot.relro > start && hot.relro <= file_end ? hot.relro : file_end;
+      const int ordered = hot.relro > start && hot.relro <= file_end;
+      const unsigned long written = ordered ? hot.relro : file_end;
       n = add(out, n, max, page_down(start, page), page_up(written, page), 1);
+      /* Past the ordered objects, the last page: the GOT, which the link
+       * puts after .data.rel.ro and start-up reads. */
+      if (ordered && page_down(file_end - 1, page) >= page_up(written, page))
+        n = add(out, n, max, page_down(file_end - 1, page), page_up(file_end, page), 0);
       if (hot.bss > page_up(file_end, page) && hot.bss <= mem_end)
         n = add(out, n, max, page_up(file_end, page), page_up(hot.bss, page), 1);
     } else if (p->p_flags & PF_X) {

@@ -46,7 +46,7 @@ struct gpuslice_fp_hot_ends {
  * non-PIE program (no PT_PHDR) has none. */
 unsigned long gpuslice_fp_load_bias(const Elf64_Phdr *phdr, size_t phnum);
 
-/* The ranges to populate, at most 2 per PT_LOAD and 1 for the stack, into
+/* The ranges to populate, at most 3 per PT_LOAD and 1 for the stack, into
  * out (max of them); their count. A program header table as the kernel
  * loaded it (AT_PHDR, AT_PHNUM), `bias` added to its addresses (0 in a
  * static non-PIE program), `page` the page size (AT_PAGESZ), `stack` the
@@ -57,8 +57,8 @@ unsigned long gpuslice_fp_load_bias(const Elf64_Phdr *phdr, size_t phnum);
  *   its 500 KB of strings and unwind tables, fewer than populating costs);
  * - a writable one: its file part written (each page copied, as a first
  *   write does), only up to hot.relro in the one that holds it (.data.rel.ro
- *   and the GOT, which start-up mostly only reads), and its bss up to
- *   hot.bss when that lies inside it;
+ *   and the GOT, which start-up mostly only reads) and then its last page,
+ *   read (the GOT's), and its bss up to hot.bss when that lies inside it;
  * - the stack: GPUSLICE_FP_STACK_PREFAULT below `stack`'s page, written.
  * A header out of place (a segment that wraps or is empty) is skipped. */
 int gpuslice_fp_startup_pages(const Elf64_Phdr *phdr, size_t phnum, unsigned long bias, unsigned long page,

@@ -72,6 +72,7 @@ TEST_CASE("startup pages: an ordered link maps in its text and bss up to the mar
       {0x27e000, 0x32a000, 0}, // text up to gpuslice_hot_text_end (0x329580)
       {0x4c0000, 0x4c5000, 0}, // the text's last 16 KiB: .fini, .iplt
       {0x4c5000, 0x4c8000, 1}, // .tdata, .data.rel.ro up to gpuslice_hot_relro_end (0x4c7d68)
+      {0x4d1000, 0x4d2000, 0}, // the segment's last page: the GOT, read
       {0x4d2000, 0x4d5000, 1}, // .data
       {0x4d5000, 0x4d9000, 1}, // .bss up to gpuslice_hot_bss_end (0x4d8980)
       {0x7fffe5a43000, 0x7fffe5a47000, 1}, // the stack below the entry's
@@ -106,9 +107,21 @@ TEST_CASE("startup pages: a PIE's segments are where its bias puts them", "[fast
 
   const unsigned long bias = 0x555555554000;
   const auto r = pages(runtime_headers(), bias, 0, {bias + 0x329580, bias + 0x4c7d69, bias + 0x4d8981});
-  REQUIRE(r.size() == 5);
+  REQUIRE(r.size() == 6);
   CHECK(r[0] == Range{bias + 0x27e000, bias + 0x32a000, 0});
-  CHECK(r[4] == Range{bias + 0x4d5000, bias + 0x4d9000, 1});
+  CHECK(r[3] == Range{bias + 0x4d1000, bias + 0x4d2000, 0});
+  CHECK(r[5] == Range{bias + 0x4d5000, bias + 0x4d9000, 1});
+}
+
+TEST_CASE("startup pages: the GOT's page once, and only past the ordered objects", "[fast-path]") {
+  // the marker in the segment's last page: that page is in the written range already
+  auto r = pages(runtime_headers(), 0, 0, {0x329580, 0x4d1100, 0x4d8981});
+  CHECK(r[2] == Range{0x4c5000, 0x4d2000, 1});
+  CHECK(r[3] == Range{0x4d2000, 0x4d5000, 1});
+  // the marker at the segment's very end: all written, nothing more
+  r = pages(runtime_headers(), 0, 0, {0x329580, 0x4c5810 + 0xb998, 0x4d8981});
+  CHECK(r[2] == Range{0x4c5000, 0x4d2000, 1});
+  CHECK(r[3] == Range{0x4d2000, 0x4d5000, 1});
 }
 
 TEST_CASE("startup pages: headers out of place are skipped, the output never overrun", "[fast-path]") {

@@ -465,6 +465,11 @@ static void map_in_startup_pages(long *sp, const unsigned long *aux) {
     if (sys_call(__NR_madvise, (long)ranges[i].start, (long)(ranges[i].end - ranges[i].start),
                  ranges[i].write ? 23 /* MADV_POPULATE_WRITE */ : 22 /* MADV_POPULATE_READ */, 0, 0) == -EINVAL)
       return;
+  /* The vDSO's first page, whose ELF headers glibc's start-up reads (its
+   * vvar pages, which the kernel fills itself, cannot be populated). */
+  const unsigned long vdso = aux_value(aux, AT_SYSINFO_EHDR);
+  if (vdso)
+    sys_call(__NR_madvise, (long)vdso, (long)aux_value(aux, AT_PAGESZ), 22 /* MADV_POPULATE_READ */, 0, 0);
 }
 
 /* Returns only when the full program is to run. */

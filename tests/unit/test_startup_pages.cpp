@@ -155,6 +155,11 @@ TEST_CASE("startup pages: the ranges for this very process are ones the kernel p
                              out[i].write ? 23 : 22);
     CHECK((rc == 0 || errno == EINVAL)); // EINVAL: a kernel before 5.14
   }
+  // and the vDSO's first page, which the entry maps in too
+  const unsigned long vdso = ::getauxval(AT_SYSINFO_EHDR);
+  REQUIRE(vdso != 0);
+  const int rc = ::madvise(reinterpret_cast<void *>(vdso), static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)), 22);
+  CHECK((rc == 0 || errno == EINVAL));
 }
 
 TEST_CASE("heap pages: the top of the heap is mapped in, up to the break", "[shim]") {

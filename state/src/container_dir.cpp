@@ -74,12 +74,14 @@ UniqueFd open_containers(const std::string &state_dir, bool create) {
   // anywhere (as the walk's O_NOFOLLOW at each component refuses them),
   // and its containers dir. The walk below makes what is missing, and
   // serves a kernel without openat2 (before 5.6) or a seccomp filter
-  // that refuses it.
+  // that refuses it. A state dir of / is the walk's, which never secures
+  // (chmods) the root directory.
   const std::string state = fs::dirname(cleaned);
   open_how how{};
   how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
   how.resolve = RESOLVE_NO_SYMLINKS;
-  if (UniqueFd dir(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, state.c_str(), &how, sizeof how))); dir) {
+  if (UniqueFd dir(state == "/" ? -1 : static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, state.c_str(), &how, sizeof how)));
+      dir) {
     secure(dir.get(), state); // the state dir: root's alone, whoever made it
     UniqueFd containers = open_dir_at(dir.get(), "containers");
     if (!containers && errno == ENOENT)

@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -105,6 +107,37 @@ TEST_CASE("state dir: no symlink on the way is followed, whether all is there or
   REQUIRE(::mkdir((t / "bare").c_str(), 0700) == 0);
   CHECK(create_container_dir(t / "bare", "c4").path == t / "bare/containers/c4");
   CHECK(mode(t / "bare/containers") == 0700);
+}
+
+TEST_CASE("state dir: a state dir of / is used as it is, never made root's 0700", "[state][root]") {
+  REQUIRE(::geteuid() == 0);
+  TempDir t;
+  REQUIRE(::chmod(t.path().c_str(), 0755) == 0);
+  REQUIRE(::mkdir((t / "proc").c_str(), 0555) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) { // the temp dir as this child's / (with a /proc: the creator's start time)
+    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("proc", (t / "proc").c_str(), "proc", 0, nullptr) != 0 || ::chroot(t.path().c_str()) != 0 ||
+        ::chdir("/") != 0)
+      ::_exit(2);
+    try {
+      create_container_dir("/", "c1");
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  struct stat root {}, containers {};
+  REQUIRE(::stat(t.path().c_str(), &root) == 0);
+  CHECK((root.st_mode & 07777) == 0755); // the child's /: left alone
+  REQUIRE(::stat((t / "containers").c_str(), &containers) == 0);
+  CHECK((containers.st_mode & 07777) == 0700);
+  CHECK(exists(t / "containers/c1/creator"));
 }
 
 TEST_CASE("state dir: a live container's id is refused, a stale one is taken over", "[state]") {

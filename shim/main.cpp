@@ -61,7 +61,11 @@ int fail(const shim::CommandLine &cl, const Config &config, const std::string &m
 int run(shim::CommandLine &cl) {
   const std::string config_file = config_path();
   // What the entry read already (fast_path.h), where it is the same file.
+#ifdef GPUSLICE_RUNTIME_ENTRY
   const gpuslice_fp_handover &handed = *gpuslice_fp_handed_over();
+#else
+  const gpuslice_fp_handover handed{}; // no entry (not x86-64): nothing was read before main
+#endif
   const bool config_handed = handed.config_path && config_file == handed.config_path;
   Config config;
   std::optional<std::string> config_text;
@@ -134,6 +138,12 @@ int run(shim::CommandLine &cl) {
     }
   }
 
+  // A create killed half-way (kill -9) left its temporary config.json: a
+  // create with state leaves that to its init recorder, off the
+  // container's critical path.
+  const auto tidy_bundle = [&] {
+    fs::remove_stale_temporaries((cl.bundle.empty() ? std::string(".") : cl.bundle) + "/config.json");
+  };
   bool has_state = false;
   std::optional<shim::PendingMonitor> monitor;
   if (cl.edits_bundle()) {
@@ -159,16 +169,11 @@ int run(shim::CommandLine &cl) {
         log::flush();
       }
     } catch (const Error &e) {
+      tidy_bundle();
       return fail(cl, config, "cannot create container " + quote(cl.container_id) + ": " + e.message());
     }
   }
 
-  // A create killed half-way (kill -9) left its temporary config.json: a
-  // create with state leaves that to its init recorder, off the
-  // container's critical path.
-  const auto tidy_bundle = [&] {
-    fs::remove_stale_temporaries((cl.bundle.empty() ? std::string(".") : cl.bundle) + "/config.json");
-  };
   if (cl.edits_bundle() && !(cl.verb == "create" && has_state))
     tidy_bundle();
   try {
@@ -182,6 +187,8 @@ int run(shim::CommandLine &cl) {
       return shim::run_with_state(runtime, cl, config);
     shim::exec_runtime(runtime, cl.args);
   } catch (const Error &e) {
+    if (cl.verb == "create" && has_state) // a recorder that never saw the exec tidies nothing
+      tidy_bundle();
     return fail(cl, config, e.message());
   }
 }

@@ -125,8 +125,10 @@ static char *free_arena(void) { return read_arena.bytes + read_arena.used; }
 const struct gpuslice_fp_handover *gpuslice_fp_handed_over(void) { return &read_arena.handover; }
 
 /* Reads this config path's record; 0 and *r filled when there is a sound one.
- * With `keep`, its bytes are kept, unparsed, for the hand-over. */
-static int read_record(const char *config_path, struct gpuslice_fp_record *r, int keep) {
+ * With `kept`, its bytes are copied, unparsed, for the hand-over, and
+ * *kept and *kept_size say where. */
+static int read_record(const char *config_path, struct gpuslice_fp_record *r, const char **kept,
+                       size_t *kept_size) {
   char name[17];
   gpuslice_fp_record_name(config_path, name);
   struct statx st;
@@ -145,13 +147,13 @@ static int read_record(const char *config_path, struct gpuslice_fp_record *r, in
   if (len < 0)
     return -1;
   read_arena.used += (size_t)len + 1; /* parsing writes buf[len] */
-  if (keep) { /* parsing cuts its lines in place */
+  if (kept) { /* parsing cuts its lines in place */
     char *const copy = free_arena();
     for (long i = 0; i < len; ++i)
       copy[i] = buf[i];
     read_arena.used += (size_t)len;
-    read_arena.handover.record = copy;
-    read_arena.handover.record_size = (size_t)len;
+    *kept = copy;
+    *kept_size = (size_t)len;
   }
   return gpuslice_fp_parse_record(buf, (size_t)len, r);
 }
@@ -487,16 +489,18 @@ static void try_fast_path(int argc, char **argv, char **envp, const unsigned lon
   if (!config_path || !*config_path)
     config_path = GPUSLICE_DEFAULT_CONFIG;
   struct gpuslice_fp_record r;
-  if (read_record(config_path, &r, kind == GPUSLICE_FP_BUNDLE) != 0)
+  const char *record_bytes = 0;
+  size_t record_size = 0;
+  if (read_record(config_path, &r, kind == GPUSLICE_FP_BUNDLE ? &record_bytes : 0, &record_size) != 0)
     return;
   long config_len = 0;
   const char *config_bytes = 0;
   const int config = read_config(config_path, &config_bytes, &config_len);
   if (config < 0 ||
-      !gpuslice_fp_record_matches(&r, config_path, config_bytes, (size_t)config_len, env_value(envp, "PATH"))) {
-    read_arena.handover.record = 0;
+      !gpuslice_fp_record_matches(&r, config_path, config_bytes, (size_t)config_len, env_value(envp, "PATH")))
     return;
-  }
+  read_arena.handover.record = record_bytes;
+  read_arena.handover.record_size = record_size;
   read_arena.handover.config_path = config_path;
   read_arena.handover.config = config_bytes;
   read_arena.handover.config_size = (size_t)config_len;

@@ -248,7 +248,7 @@ GPUSLICE_RAW_ONLY int record_after_runtime(void *arg) {
     // Decided: a start waiting on it goes on now.
     ::close(r.dir_lock);
     // The create's tidying, left to this process (the bundle is as given:
-    // this process shares the caller's cwd).
+    // this process has a copy of the caller's cwd, taken at the clone).
     fs::remove_stale_temporaries((r.bundle.empty() ? std::string(".") : r.bundle) + "/config.json");
     log::flush();
     if (monitor) {

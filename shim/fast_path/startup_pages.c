@@ -42,6 +42,12 @@ int gpuslice_fp_startup_pages(const Elf64_Phdr *phdr, size_t phnum, unsigned lon
   int n = 0;
   if (page == 0 || (page & (page - 1)) != 0)
     return 0;
+  unsigned long relro_start = 0, relro_end = 0;
+  for (size_t i = 0; i < phnum; ++i)
+    if (phdr[i].p_type == PT_GNU_RELRO && phdr[i].p_vaddr + bias + phdr[i].p_memsz >= phdr[i].p_vaddr + bias) {
+      relro_start = phdr[i].p_vaddr + bias;
+      relro_end = relro_start + phdr[i].p_memsz;
+    }
   for (size_t i = 0; i < phnum; ++i) {
     const Elf64_Phdr *p = &phdr[i];
     if (p->p_type != PT_LOAD || p->p_memsz == 0 || p->p_filesz > p->p_memsz)
@@ -55,9 +61,12 @@ int gpuslice_fp_startup_pages(const Elf64_Phdr *phdr, size_t phnum, unsigned lon
       const int ordered = hot.relro > start && hot.relro <= file_end;
       const unsigned long written = ordered ? hot.relro : file_end;
       n = add(out, n, max, page_down(start, page), page_up(written, page), 1);
-      /* Past the ordered objects, the last page: the GOT, which the link
-       * puts after .data.rel.ro and start-up reads. */
-      if (ordered && page_down(file_end - 1, page) >= page_up(written, page))
+      /* Past the ordered objects, the last page of a segment that is all
+       * RELRO (lld's): the GOT, which the link puts after .data.rel.ro and
+       * start-up reads. (In a segment that goes on with .data, it would
+       * be .data's, and written.) */
+      if (ordered && start >= relro_start && file_end <= relro_end &&
+          page_down(file_end - 1, page) >= page_up(written, page))
         n = add(out, n, max, page_down(file_end - 1, page), page_up(file_end, page), 0);
       if (hot.bss > page_up(file_end, page) && hot.bss <= mem_end)
         n = add(out, n, max, page_up(file_end, page), page_up(hot.bss, page), 1);

@@ -58,7 +58,7 @@ unsigned long gpuslice_fp_load_bias(const Elf64_Phdr *phdr, size_t phnum);
  * - a writable one: its file part written (each page copied, as a first
  *   write does), only up to hot.relro in the one that holds it (.data.rel.ro
  *   and the GOT, which start-up mostly only reads) and then its last page,
- *   read (the GOT's), and its bss up to hot.bss when that lies inside it;
+ *   read (the GOT's) where PT_GNU_RELRO covers the segment, and its bss up to hot.bss when that lies inside it;
  * - the stack: GPUSLICE_FP_STACK_PREFAULT below `stack`'s page, written.
  * A header out of place (a segment that wraps or is empty) is skipped. */
 int gpuslice_fp_startup_pages(const Elf64_Phdr *phdr, size_t phnum, unsigned long bias, unsigned long page,

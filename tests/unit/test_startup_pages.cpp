@@ -38,8 +38,13 @@ std::vector<Elf64_Phdr> runtime_headers() {
   Elf64_Phdr stack{};
   stack.p_type = PT_GNU_STACK;
   stack.p_flags = PF_R | PF_W;
+  Elf64_Phdr relro{}; // lld's: the first writable segment, to its page's end
+  relro.p_type = PT_GNU_RELRO;
+  relro.p_vaddr = 0x4c5810;
+  relro.p_memsz = 0xc7f0;
   return {load(0x200000, 0x7d9ac, 0x7d9ac, PF_R), load(0x27e9c0, 0x245e50, 0x245e50, PF_R | PF_X),
-          load(0x4c5810, 0xb998, 0xb998, PF_R | PF_W), load(0x4d21c0, 0x2628, 0x127b68, PF_R | PF_W), tls, stack};
+          load(0x4c5810, 0xb998, 0xb998, PF_R | PF_W), load(0x4d21c0, 0x2628, 0x127b68, PF_R | PF_W), tls, stack,
+          relro};
 }
 
 struct Range {
@@ -116,11 +121,21 @@ TEST_CASE("startup pages: a PIE's segments are where its bias puts them", "[fast
 TEST_CASE("startup pages: the GOT's page once, and only past the ordered objects", "[fast-path]") {
   // the marker in the segment's last page: that page is in the written range already
   auto r = pages(runtime_headers(), 0, 0, {0x329580, 0x4d1100, 0x4d8981});
+  REQUIRE(r.size() == 5);
   CHECK(r[2] == Range{0x4c5000, 0x4d2000, 1});
   CHECK(r[3] == Range{0x4d2000, 0x4d5000, 1});
   // the marker at the segment's very end: all written, nothing more
   r = pages(runtime_headers(), 0, 0, {0x329580, 0x4c5810 + 0xb998, 0x4d8981});
+  REQUIRE(r.size() == 5);
   CHECK(r[2] == Range{0x4c5000, 0x4d2000, 1});
+  CHECK(r[3] == Range{0x4d2000, 0x4d5000, 1});
+  // no PT_GNU_RELRO over the segment (GNU ld's one writable segment, .data
+  // after the GOT): its last page is .data's, not one to map in read-only
+  auto headers = runtime_headers();
+  headers.pop_back();
+  r = pages(headers, 0, 0, {0x329580, 0x4c7d69, 0x4d8981});
+  REQUIRE(r.size() == 5);
+  CHECK(r[2] == Range{0x4c5000, 0x4c8000, 1});
   CHECK(r[3] == Range{0x4d2000, 0x4d5000, 1});
 }
 

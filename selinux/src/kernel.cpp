@@ -43,12 +43,14 @@ namespace {
 constexpr const char *kXattr = "security.selinux";
 constexpr unsigned long kSelinuxMagic = 0xf97cff8c; // SELINUX_MAGIC, linux/magic.h
 
-// selinuxfs mounted read-write at `dir` (a read-only one, as in a
-// container, is no SELinux to label for).
-bool selinuxfs_at(const std::string &dir) {
+// What is mounted at `dir`: no selinuxfs, or one read-only (as in a
+// container: no SELinux to label for), or one read-write.
+enum class Selinuxfs { none, read_only, read_write };
+Selinuxfs selinuxfs_at(const std::string &dir) {
   struct statfs st {};
-  return ::statfs(dir.c_str(), &st) == 0 && static_cast<unsigned long>(st.f_type) == kSelinuxMagic &&
-         (st.f_flags & ST_RDONLY) == 0;
+  if (::statfs(dir.c_str(), &st) != 0 || static_cast<unsigned long>(st.f_type) != kSelinuxMagic)
+    return Selinuxfs::none;
+  return (st.f_flags & ST_RDONLY) != 0 ? Selinuxfs::read_only : Selinuxfs::read_write;
 }
 
 // Where /proc/self/mounts shows a selinuxfs, for one mounted away from
@@ -131,10 +133,12 @@ private:
     // one system call a host without SELinux pays.
     if (::access("/etc/selinux/config", F_OK) != 0)
       return false;
-    if (selinuxfs_at("/sys/fs/selinux") || selinuxfs_at("/selinux"))
-      return true;
+    // The first selinuxfs found decides, read-only or not (libselinux's order).
+    for (const char *dir : {"/sys/fs/selinux", "/selinux"})
+      if (const Selinuxfs fs = selinuxfs_at(dir); fs != Selinuxfs::none)
+        return fs == Selinuxfs::read_write;
     const auto elsewhere = selinuxfs_in_mounts();
-    return elsewhere && selinuxfs_at(*elsewhere);
+    return elsewhere && selinuxfs_at(*elsewhere) == Selinuxfs::read_write;
   }
 
   std::optional<bool> enabled_;

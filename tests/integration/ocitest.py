@@ -364,8 +364,17 @@ class Runtime:
         self.run("delete", *(["--force"] if force else []), cid)
 
     def list_ids(self) -> list[str]:
-        """Containers in this root, from the low-level runtime's point of view."""
-        p = self.lowlevel.run("list", "--format", "json")
+        """Containers in this root, from the low-level runtime's point of view.
+        runc lists the root's entries, then stats each: a container deleted
+        in between (by gpuslice's init recorder, say, while a test waits for
+        that) fails the whole list, and it is asked again."""
+        for attempt in range(20):
+            try:
+                p = self.lowlevel.run("list", "--format", "json")
+                break
+            except CommandFailed as e:
+                if "no such file or directory" not in e.stderr or attempt == 19:
+                    raise
         data = json.loads(p.stdout or "null") or []
         return sorted(c["id"] for c in data)
 

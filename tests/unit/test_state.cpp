@@ -114,24 +114,13 @@ TEST_CASE("state dir: a state dir of / is used as it is, never made root's 0700"
   TempDir t;
   REQUIRE(::chmod(t.path().c_str(), 0755) == 0);
   REQUIRE(::mkdir((t / "proc").c_str(), 0555) == 0);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) { // the temp dir as this child's / (with a /proc: the creator's start time)
+  in_dead_process([&] { // the temp dir as the child's / (with a /proc: the creator's start time)
     if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
         ::mount("proc", (t / "proc").c_str(), "proc", 0, nullptr) != 0 || ::chroot(t.path().c_str()) != 0 ||
         ::chdir("/") != 0)
-      ::_exit(2);
-    try {
-      create_container_dir("/", "c1");
-    } catch (...) {
-      ::_exit(3);
-    }
-    ::_exit(0);
-  }
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+      throw Error("cannot make the temp dir the child's /");
+    create_container_dir("/", "c1");
+  });
   struct stat root {}, containers {};
   REQUIRE(::stat(t.path().c_str(), &root) == 0);
   CHECK((root.st_mode & 07777) == 0755); // the child's /: left alone

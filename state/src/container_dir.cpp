@@ -58,6 +58,25 @@ void secure(int fd, const std::string &shown) {
       throw system_error("cannot secure " + quote(shown));
 }
 
+// The state dir, made with its parents where missing. Usually all there:
+// one call that follows no symlink anywhere, as the walk's O_NOFOLLOW at
+// each component refuses them. The walk makes what is missing, and serves
+// a kernel without openat2 (before 5.6) or a seccomp filter that refuses it.
+UniqueFd open_or_make_state_dir(const std::string &state) {
+  open_how how{};
+  how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS;
+  if (UniqueFd dir(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, state.c_str(), &how, sizeof how))); dir)
+    return dir;
+  UniqueFd cur(::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  std::string prefix;
+  for (const auto &part : split(state, '/', EmptyParts::skip)) {
+    prefix += "/" + part;
+    cur = open_or_make_dir(cur.get(), part, prefix);
+  }
+  return cur;
+}
+
 // <state_dir>/containers, created with its parents (the state dir itself is
 // root's configuration).
 UniqueFd open_containers(const std::string &state_dir, bool create) {
@@ -70,38 +89,17 @@ UniqueFd open_containers(const std::string &state_dir, bool create) {
       throw system_error("cannot open " + quote(cleaned));
     return fd;
   }
-  // Usually all there: the state dir in one call that follows no symlink
-  // anywhere (as the walk's O_NOFOLLOW at each component refuses them),
-  // and its containers dir. The walk below makes what is missing, and
-  // serves a kernel without openat2 (before 5.6) or a seccomp filter
-  // that refuses it. A state dir of / is the walk's, which never secures
-  // (chmods) the root directory.
   const std::string state = fs::dirname(cleaned);
-  open_how how{};
-  how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
-  how.resolve = RESOLVE_NO_SYMLINKS;
-  if (UniqueFd dir(state == "/" ? -1 : static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, state.c_str(), &how, sizeof how)));
-      dir) {
+  UniqueFd dir = open_or_make_state_dir(state);
+  if (state != "/") // never chmod the root directory
     secure(dir.get(), state); // the state dir: root's alone, whoever made it
-    UniqueFd containers = open_dir_at(dir.get(), "containers");
-    if (!containers && errno == ENOENT)
-      containers = open_or_make_dir(dir.get(), "containers", cleaned);
-    if (!containers)
-      throw system_error("cannot open " + quote(cleaned));
-    secure(containers.get(), cleaned);
-    return containers;
-  }
-  UniqueFd cur(::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  std::string prefix;
-  const auto parts = split(cleaned, '/', EmptyParts::skip);
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    prefix += "/" + parts[i];
-    cur = open_or_make_dir(cur.get(), parts[i], prefix);
-    if (i + 2 == parts.size())
-      secure(cur.get(), prefix); // the state dir: root's alone, whoever made it
-  }
-  secure(cur.get(), prefix);
-  return cur;
+  UniqueFd containers = open_dir_at(dir.get(), "containers");
+  if (!containers && errno == ENOENT)
+    containers = open_or_make_dir(dir.get(), "containers", cleaned);
+  if (!containers)
+    throw system_error("cannot open " + quote(cleaned));
+  secure(containers.get(), cleaned);
+  return containers;
 }
 
 // `dir`, locked (flock, exclusive; waits); `path` names it in errors.

@@ -56,6 +56,30 @@ int fail(const shim::CommandLine &cl, const Config &config, const std::string &m
   return 1;
 }
 
+// Removes the stale temporaries of BUNDLE/config.json once: now(), or on
+// the way out. An empty bundle dir: nothing to tidy.
+class BundleTidying {
+public:
+  explicit BundleTidying(std::string bundle_dir) : bundle_dir_(std::move(bundle_dir)) {}
+  BundleTidying(const BundleTidying &) = delete;
+  BundleTidying &operator=(const BundleTidying &) = delete;
+  ~BundleTidying() {
+    try {
+      now();
+    } catch (const std::exception &) {
+      // Out of memory: the next create tidies.
+    }
+  }
+  void now() {
+    if (!bundle_dir_.empty())
+      fs::remove_stale_temporaries(bundle_dir_ + "/config.json");
+    bundle_dir_.clear();
+  }
+
+private:
+  std::string bundle_dir_;
+};
+
 } // namespace
 
 int run(shim::CommandLine &cl) {
@@ -138,12 +162,12 @@ int run(shim::CommandLine &cl) {
     }
   }
 
-  // A create killed half-way (kill -9) left its temporary config.json: a
-  // create with state leaves that to its init recorder, off the
+  // A create killed half-way (kill -9) left its temporary config.json.
+  // Every create or run tidies once, as it returns or just before an exec
+  // that replaces this process; a create whose init recorder took the exec
+  // never gets here again, and leaves it to the recorder, off the
   // container's critical path.
-  const auto tidy_bundle = [&] {
-    fs::remove_stale_temporaries((cl.bundle.empty() ? std::string(".") : cl.bundle) + "/config.json");
-  };
+  BundleTidying tidying(cl.edits_bundle() ? (cl.bundle.empty() ? std::string(".") : cl.bundle) : std::string());
   bool has_state = false;
   std::optional<shim::PendingMonitor> monitor;
   if (cl.edits_bundle()) {
@@ -169,26 +193,21 @@ int run(shim::CommandLine &cl) {
         log::flush();
       }
     } catch (const Error &e) {
-      tidy_bundle();
       return fail(cl, config, "cannot create container " + quote(cl.container_id) + ": " + e.message());
     }
   }
 
-  if (cl.edits_bundle() && !(cl.verb == "create" && has_state))
-    tidy_bundle();
   try {
-    if (cl.verb == "create" && has_state)
+    if (cl.verb == "create" && has_state) {
       shim::exec_recording_init(runtime, cl, config, cl.pid_file, monitor);
-    if (cl.verb == "create" && has_state) { // no recorder (a kernel before 5.3): runc as a child
-      tidy_bundle();
+      // No recorder (a kernel before 5.3): runc as a child.
       return shim::create_recording_init(runtime, cl, config, cl.pid_file, std::move(monitor));
     }
     if (cl.verb == "run" && has_state)
       return shim::run_with_state(runtime, cl, config);
+    tidying.now();
     shim::exec_runtime(runtime, cl.args);
   } catch (const Error &e) {
-    if (cl.verb == "create" && has_state) // a recorder that never saw the exec tidies nothing
-      tidy_bundle();
     return fail(cl, config, e.message());
   }
 }

@@ -525,6 +525,33 @@ def test_gpuslice_unknown_device_fails_cleanly(gpuslice_runtime, bundle, fake_gp
 
 
 @pytest.mark.gpuslice
+@pytest.mark.parametrize("outcome", ["refused create", "run"])
+def test_gpuslice_tidies_what_a_killed_create_left_in_the_bundle(gpuslice_runtime, bundle, fake_gpu, cid, outcome):
+    """A create killed while writing config.json (kill -9) left its
+    temporary beside it: the next create or run of the bundle removes it,
+    whether it fails or runs the container to its end (a create that
+    succeeds leaves that to its init recorder: test_sharing). A temporary
+    whose writer still runs is left alone."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = bundle.path / f"config.json.gpuslice-tmp.{dead.pid}.12345"
+    live = bundle.path / f"config.json.gpuslice-tmp.{os.getpid()}.12345"
+    bundle.annotate(ANNOTATION, "nvidia.com/gpu=7" if outcome == "refused create" else fake_gpu.qualified("0"))
+    bundle.shell("exit 0")
+    bundle.write()
+    stale.write_text("{}")
+    live.write_text("{}")
+    if outcome == "refused create":
+        p = gpuslice_runtime.create(bundle, cid, check=False)
+        assert p.returncode != 0 and "nvidia.com/gpu=7" in p.stderr, p.stderr
+    else:
+        p = gpuslice_runtime.run("run", "--bundle", str(bundle.path), cid, check=False)
+        assert p.returncode == 0, p.stdout + p.stderr
+    assert not stale.exists()
+    assert live.exists()
+
+
+@pytest.mark.gpuslice
 def test_gpuslice_unknown_device_error_in_json_log(gpuslice_runtime, bundle, test_tmp, cid):
     """containerd's shim reads a failed create's error from the --log file
     (runc's JSON lines), not from stderr: the wrapper must write it there."""

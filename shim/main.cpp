@@ -168,20 +168,17 @@ int run(shim::CommandLine &cl) {
   // never gets here again, and leaves it to the recorder, off the
   // container's critical path.
   BundleTidying tidying(cl.edits_bundle() ? (cl.bundle.empty() ? std::string(".") : cl.bundle) : std::string());
-  bool has_state = false;
-  std::optional<shim::PendingMonitor> monitor;
+  shim::BundleEdit edit;
   if (cl.edits_bundle()) {
     try {
       shim::CreateRequest request{cl.bundle, cl.container_id, cl.pid_file};
       request.defer_monitor = cl.verb == "create";
       if (config_handed && handed.spec_path)
         request.spec_read.emplace(handed.spec_path, std::string(handed.spec, handed.spec_size));
-      auto edit = shim::prepare_bundle(request, config, config_file,
-                                       cl.verb == "run" ? shim::HookMode::add : shim::HookMode::none);
+      edit = shim::prepare_bundle(request, config, config_file,
+                                  cl.verb == "run" ? shim::HookMode::add : shim::HookMode::none);
       if (request.pid_file != cl.pid_file)
         cl.add_pid_file(request.pid_file);
-      has_state = edit.written;
-      monitor = std::move(edit.monitor);
       if (edit.written && (!edit.warnings.empty() || log::keeps(config.log, "info"))) {
         start_logging(config);
         for (const auto &w : edit.warnings)
@@ -198,12 +195,12 @@ int run(shim::CommandLine &cl) {
   }
 
   try {
-    if (cl.verb == "create" && has_state) {
-      shim::exec_recording_init(runtime, cl, config, cl.pid_file, monitor);
+    if (cl.verb == "create" && edit.written) {
+      shim::exec_recording_init(runtime, cl, config, edit.state_dir, cl.pid_file, edit.monitor);
       // No recorder (a kernel before 5.3): runc as a child.
-      return shim::create_recording_init(runtime, cl, config, cl.pid_file, std::move(monitor));
+      return shim::create_recording_init(runtime, cl, config, cl.pid_file, std::move(edit.monitor));
     }
-    if (cl.verb == "run" && has_state)
+    if (cl.verb == "run" && edit.written)
       return shim::run_with_state(runtime, cl, config);
     tidying.now();
     shim::exec_runtime(runtime, cl.args);

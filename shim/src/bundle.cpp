@@ -118,7 +118,7 @@ state::ContainerDir commit_host(CreateContext &ctx, const std::string &pid_file,
   return dir;
 }
 
-void commit(CreateContext &ctx, std::string &pid_file, const std::string &config_json) {
+state::ContainerDir commit(CreateContext &ctx, std::string &pid_file, const std::string &config_json) {
   if (pid_file.empty()) // runc is given one: the runtime reads the init's pid from it
     pid_file = ctx.state_path + "/" + kInitPidFile;
   // A file an earlier container left there (runc fails before it writes
@@ -126,7 +126,7 @@ void commit(CreateContext &ctx, std::string &pid_file, const std::string &config
   // from the init (they count 10 ms ticks): removed before any state exists.
   if (::unlink(pid_file.c_str()) != 0 && errno != ENOENT)
     throw system_error("cannot remove the pid file " + quote(pid_file) + " an earlier container left");
-  commit_host(ctx, pid_file, [&](const state::ContainerDir &) { ctx.spec.save(config_json); });
+  return commit_host(ctx, pid_file, [&](const state::ContainerDir &) { ctx.spec.save(config_json); });
 }
 
 CreatePlan plan_create(CreateContext &ctx, const std::string &bundle_dir, HookMode hooks) {
@@ -199,7 +199,7 @@ BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const st
   edit.warnings = std::move(plan.warnings);
   if (plan.devices.empty())
     return edit;
-  commit(ctx, request.pid_file, path);
+  edit.state_dir = commit(ctx, request.pid_file, path);
   edit.warnings.insert(edit.warnings.end(), ctx.warnings.begin(), ctx.warnings.end());
   edit.written = true;
   edit.shared = ctx.plan.monitor;

@@ -268,7 +268,8 @@ GPUSLICE_RAW_ONLY int record_after_runtime(void *arg) {
 } // namespace
 
 void exec_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
-                         const std::string &pid_file, std::optional<PendingMonitor> &monitor) {
+                         const state::ContainerDir &state_dir, const std::string &pid_file,
+                         std::optional<PendingMonitor> &monitor) {
   static Recorder r; // outlives this frame in the recorder's eyes
   const auto me = state::process_id(static_cast<int>(::getpid()));
   // Said by the create itself while it still can: the monitor is started
@@ -305,7 +306,7 @@ void exec_recording_init(const std::string &runtime, const CommandLine &cl, cons
   }
   // Held by the recorder (its copy of this fd) until the create is decided:
   // a create of the same id waits for it (state::create_container_dir).
-  const UniqueFd dir_lock = state::lock_container_dir(config.state_dir, cl.container_id);
+  const UniqueFd dir_lock = state::lock_container_dir(state_dir);
   r.creator_pidfd = pidfd.get();
   r.dir_lock = dir_lock.get();
   sigset_t all;
@@ -325,7 +326,7 @@ void exec_recording_init(const std::string &runtime, const CommandLine &cl, cons
   if (!recorder_id)
     throw Error("cannot read the start time of the init recorder (pid " + std::to_string(recorder) + ")");
   // The dir lives while the recorder does, and then while the init does.
-  state::hand_over_creation(config.state_dir, cl.container_id, *me, *recorder_id);
+  state::hand_over_creation(state_dir, *me, *recorder_id);
   // Nothing allocates between the flag and the exec: the recorder may take
   // this memory over as it is then.
   auto argv = argv_of(runtime, cl.args);

@@ -139,6 +139,15 @@ std::optional<ProcessId> read_record(int dir_fd, const char *name) {
   return parse_process_id(text);
 }
 
+// A new file `name` of `dir_fd`, holding `text`.
+void write_new(int dir_fd, const char *name, const std::string &text, const std::string &shown) {
+  UniqueFd fd(::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    throw system_error("cannot write " + quote(shown + "/" + name));
+}
+
+// `name` of `dir_fd` replaced by a file holding `text`: a reader sees the
+// old text or the new, never a part.
 void write_text(int dir_fd, const char *name, const std::string &text, const std::string &shown) {
   const std::string tmp = std::string(".") + name + ".tmp";
   UniqueFd fd(::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
@@ -323,8 +332,9 @@ ContainerDir create_container_dir(const std::string &state_dir, const std::strin
   UniqueFd dir = open_or_make_dir(containers.get(), temp, path);
   secure(dir.get(), path);
   try {
-    write_text(dir.get(), kFormat, std::string(kFormatPrefix) + std::to_string(kStateFormat) + "\n", path);
-    write_record(dir.get(), kCreator, *me, path);
+    // Written in place: no one reads a temporary before it is renamed.
+    write_new(dir.get(), kFormat, std::string(kFormatPrefix) + std::to_string(kStateFormat) + "\n", path);
+    write_new(dir.get(), kCreator, format(*me), path);
     if (::syscall(SYS_renameat2, containers.get(), temp.c_str(), containers.get(), id.c_str(), RENAME_NOREPLACE) != 0)
       throw errno == EEXIST ? Error("container id " + quote(id) + " is already in use (state " + quote(path) + ")")
                             : system_error("cannot create " + quote(path));
@@ -335,9 +345,7 @@ ContainerDir create_container_dir(const std::string &state_dir, const std::strin
   return {path, std::move(dir)};
 }
 
-void hand_over_creation(const std::string &state_dir, const std::string &id, const ProcessId &from,
-                        const ProcessId &to) {
-  const ContainerDir dir = open_existing(state_dir, id);
+void hand_over_creation(const ContainerDir &dir, const ProcessId &from, const ProcessId &to) {
   if (read_record(dir.fd.get(), kCreator) != from)
     throw Error("container dir " + quote(dir.path) + " was not created by process " + std::to_string(from.pid));
   write_record(dir.fd.get(), kCreator, to, dir.path);
@@ -421,6 +429,14 @@ UniqueFd lock_containers(const std::string &state_dir) {
 UniqueFd lock_container_dir(const std::string &state_dir, const std::string &id) {
   ContainerDir dir = open_existing(state_dir, id);
   return locked(std::move(dir.fd), dir.path);
+}
+
+UniqueFd lock_container_dir(const ContainerDir &dir) {
+  // A file description of its own: the lock goes with it, not with `dir`'s.
+  UniqueFd again(::openat(dir.fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!again)
+    throw system_error("cannot open " + quote(dir.path));
+  return locked(std::move(again), dir.path);
 }
 
 std::vector<NamedDir> open_container_dirs(const std::string &state_dir) {

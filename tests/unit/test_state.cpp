@@ -187,26 +187,27 @@ TEST_CASE("state dir: creation handed over to another process, which then decide
   const ProcessId dead = *was;
 
   // Handed to a process that is gone: stale, although its maker (us) runs.
-  create_container_dir(state, "c");
-  hand_over_creation(state, "c", *me, dead);
+  hand_over_creation(create_container_dir(state, "c"), *me, dead);
   CHECK(collect_stale(state) == std::vector<std::string>{"c"});
 
   // Handed to us by a process that is gone: live while we run, ours to remove.
   in_dead_process([&] { create_container_dir(state, "d"); });
-  auto dir = open_container_dirs(state);
-  REQUIRE(dir.size() == 1);
-  const auto creator = read_process_record(dir[0].fd.get(), "creator");
+  auto dirs = open_container_dirs(state);
+  REQUIRE(dirs.size() == 1);
+  const ContainerDir d{state + "/containers/d", std::move(dirs[0].fd)};
+  const auto creator = read_process_record(d.fd.get(), "creator");
   REQUIRE(creator);
-  hand_over_creation(state, "d", *creator, *me);
+  hand_over_creation(d, *creator, *me);
   CHECK(collect_stale(state).empty());
-  CHECK(read_process_record(dir[0].fd.get(), "creator") == me);
+  CHECK(read_process_record(d.fd.get(), "creator") == me);
 
-  // Only the creator hands it over, and only a dir that is there.
-  CHECK_THROWS_WITH(hand_over_creation(state, "d", dead, dead), Catch::Contains("was not created by process"));
-  CHECK(read_process_record(dir[0].fd.get(), "creator") == me);
-  CHECK_THROWS_WITH(hand_over_creation(state, "none", *me, dead), Catch::Contains("cannot open"));
+  // Only the creator hands it over, and only a dir still there (one a
+  // delete removed meanwhile has no creator any more).
+  CHECK_THROWS_WITH(hand_over_creation(d, dead, dead), Catch::Contains("was not created by process"));
+  CHECK(read_process_record(d.fd.get(), "creator") == me);
   remove_container_dir(state, "d", me);
   CHECK_FALSE(exists(state + "/containers/d"));
+  CHECK_THROWS_WITH(hand_over_creation(d, *me, dead), Catch::Contains("was not created by process"));
 }
 
 TEST_CASE("state dir: a create waits for one still deciding (no init, dir locked) instead of refusing", "[state]") {
@@ -218,8 +219,7 @@ TEST_CASE("state dir: a create waits for one still deciding (no init, dir locked
   REQUIRE(child >= 0);
   if (child == 0) { // a create whose runtime then fails: its dir, locked, removed under the lock
     try {
-      create_container_dir(state, "c");
-      UniqueFd lock = lock_container_dir(state, "c");
+      UniqueFd lock = lock_container_dir(create_container_dir(state, "c")); // as the init recorder takes it
       (void)!::write(ready[1], "x", 1);
       ::usleep(200 * 1000);
       remove_container_dir(state, "c");

@@ -7,6 +7,7 @@
 #include "gpuslice/cdi/apply.hpp"
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/shim/modifiers.hpp"
+#include "gpuslice/state/container_dir.hpp"
 
 #include <chrono>
 #include <optional>
@@ -41,6 +42,7 @@ struct BundleEdit {
   std::vector<std::string> warnings; // spec files that failed to load (others were used)
   bool shared = false;               // GPU limits were wired in
   std::optional<PendingMonitor> monitor{}; // with defer_monitor: to start (monitor_start.hpp)
+  state::ContainerDir state_dir{};         // when written: the container's, still open
 };
 
 // Throws Error naming the device, spec or file; config.json is then untouched

@@ -107,8 +107,8 @@ state::ContainerDir commit_host(CreateContext &ctx, const std::string &pid_file,
 
 // commit_host, finished by writing the spec to `config_json` (the pid file
 // runc will write is request_pid_file, set to one in the state dir when
-// empty). On failure nothing is left.
-void commit(CreateContext &ctx, std::string &request_pid_file, const std::string &config_json);
+// empty). On failure nothing is left. Returns the state dir, still open.
+state::ContainerDir commit(CreateContext &ctx, std::string &request_pid_file, const std::string &config_json);
 
 // Writes `text` to a new file dir_fd/name (`shown` names the dir in errors)
 // and labels it the container's read-only file. Throws Error.

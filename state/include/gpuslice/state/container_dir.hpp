@@ -79,12 +79,11 @@ void write_process_record(int dir_fd, const char *name, const ProcessId &p, cons
 // it). Throws Error.
 ContainerDir create_container_dir(const std::string &state_dir, const std::string &id);
 
-// Makes `to` the directory's creator in place of `from` (the process that
-// created it hands the rest of the creation to another one: shim's
-// exec_recording_init). Throws Error when the directory is not there or
-// `from` is not its creator.
-void hand_over_creation(const std::string &state_dir, const std::string &id, const ProcessId &from,
-                        const ProcessId &to);
+// Makes `to` the creator of `dir` (as create_container_dir returned it, still
+// open) in place of `from`: the process that created it hands the rest of
+// the creation to another one (shim's exec_recording_init). Throws Error
+// when `from` is not its creator.
+void hand_over_creation(const ContainerDir &dir, const ProcessId &from, const ProcessId &to);
 
 // Opens the directory (creating it, as above, when missing), checks its
 // format and records `init`. A directory whose recorded init is another
@@ -126,6 +125,9 @@ UniqueFd lock_containers(const std::string &state_dir);
 // process at a time starts its monitor (gpuslice-runtime's create and its
 // restarts, monitor_start.hpp). Released on close. Throws Error.
 UniqueFd lock_container_dir(const std::string &state_dir, const std::string &id);
+// The same, for `dir` as create_container_dir returned it (still open):
+// no path looked up again.
+UniqueFd lock_container_dir(const ContainerDir &dir);
 
 // Every container directory (not the temporaries of creates in progress),
 // opened without following links; live or stale alike (collect_stale

@@ -485,6 +485,10 @@ static void try_fast_path(int argc, char **argv, char **envp, const unsigned lon
   const int verb = gpuslice_fp_find_verb(argc, argv);
   const enum gpuslice_fp_verb_kind kind = verb < argc ? gpuslice_fp_verb_kind(argv[verb]) : GPUSLICE_FP_PLAIN;
 
+  /* The arena's first page, which every call reads its record into: mapped
+   * in by one call, not by a read fault (the zero page) and then a write
+   * fault (its copy). Best effort, as map_in_startup_pages. */
+  sys_call(__NR_madvise, (long)&read_arena, 4096, 23 /* MADV_POPULATE_WRITE */, 0, 0);
   const char *config_path = env_value(envp, "GPUSLICE_CONFIG");
   if (!config_path || !*config_path)
     config_path = GPUSLICE_DEFAULT_CONFIG;

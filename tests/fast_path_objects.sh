@@ -8,7 +8,8 @@ runtime=$1
 shift
 status=0
 for object in "$@"; do
-  bad=$(nm -u "$object" | awk '{print $2}' | grep -v -E '^(_start|gpuslice_fp_[a-z_]+)$' || true)
+  undefined=$(nm -u "$object") # fails on what is no object file
+  bad=$(awk '{print $2}' <<<"$undefined" | grep -v -E '^(_start|gpuslice_fp_[a-z_]+)$' || true)
   if [ -n "$bad" ]; then
     echo "FAIL: $object references $(echo $bad)" >&2
     status=1

@@ -3,6 +3,8 @@
 # fast path (shim/fast_path/) reference no symbol but their own and glibc's
 # _start (anything else, such as a memcpy the compiler emitted, would be
 # called before glibc has started), and RUNTIME's ELF entry point is theirs.
+# Their read-only tables lie in one section, which RUNTIME has first in
+# .rodata (fast_path.c's FAST_PATH_TABLE): a call reads one page of them.
 set -euo pipefail
 runtime=$1
 shift
@@ -15,11 +17,27 @@ for object in "$@"; do
     status=1
   fi
 done
+for object in "$@"; do
+  # objdump -t: ADDRESS FLAGS SECTION SIZE NAME; objects (O) in a .rodata section
+  symbols=$(objdump -t "$object")
+  apart=$(awk '$0 ~ / O \.rodata/ {for (i = 1; i <= NF; ++i) if ($i ~ /^\.rodata/) {
+            if ($i != ".rodata.gpuslice_fp_tables") print $NF; break }}' <<<"$symbols")
+  if [ -n "$apart" ]; then
+    echo "FAIL: $object has read-only objects outside .rodata.gpuslice_fp_tables: $(echo $apart)" >&2
+    status=1
+  fi
+done
+rodata=$(readelf -SW "$runtime" | awk '{for (i = 1; i < NF; ++i) if ($i == ".rodata") {print "0x" $(i + 2); exit}}')
+tables=$(nm "$runtime" | awk '$3 == "gpuslice_fp_global_flags_with_value" {print "0x" $1}')
+if [ -z "$rodata" ] || [ -z "$tables" ] || [ $((tables / 4096)) -ne $((rodata / 4096)) ]; then
+  echo "FAIL: the fast path's tables (${tables:-nowhere}) are not in the first page of .rodata (${rodata:-none})" >&2
+  status=1
+fi
 entry=$(readelf -hW "$runtime" | awk '/Entry point address/ {print $4}')
 symbol=$(nm "$runtime" | awk '$3 == "gpuslice_runtime_entry" {print "0x" $1}')
 if [ -z "$symbol" ] || [ $((entry)) -ne $((symbol)) ]; then
   echo "FAIL: $runtime enters at $entry, gpuslice_runtime_entry is at ${symbol:-nowhere}" >&2
   status=1
 fi
-[ "$status" -eq 0 ] && echo "ok: $# objects call nothing outside, $runtime enters at gpuslice_runtime_entry ($entry)"
+[ "$status" -eq 0 ] && echo "ok: $# objects call nothing outside, their tables open .rodata, $runtime enters at gpuslice_runtime_entry ($entry)"
 exit "$status"

@@ -178,6 +178,13 @@ static int read_config(const char *path, const char **bytes, long *len) {
   return 1;
 }
 
+/* Path parts as string literals, not static arrays: the link merges them
+ * with the other strings, in the page of .rodata that every call reads
+ * (an array each would be an object of its own, pages away). */
+#define CONTAINERS_DIR "/containers"
+#define CONFIG_JSON "/config.json"
+#define MONITOR_ARGS_FILE "/" GPUSLICE_FP_MONITOR_ARGS
+
 static char *append(char *p, const char *s) {
   while (*s)
     *p++ = *s++;
@@ -228,20 +235,19 @@ static int recorded_process_runs(int dir, const char *name) {
  * dir's record says (shim::restart_monitor_if_gone; a monitor that runs
  * leaves it nothing to do). */
 static int has_state(const char *state_dir, const char *id, int monitor) {
-  static const char containers[] = "/containers/", monitor_args[] = "/" GPUSLICE_FP_MONITOR_ARGS;
   if (!gpuslice_fp_safe_container_id(id))
     return 0; /* never a state dir's name (state::container_dir_exists) */
-  if (gpuslice_fp_strlen(state_dir) + sizeof containers + 256 + sizeof monitor_args > PATH_CAPACITY)
+  if (gpuslice_fp_strlen(state_dir) + sizeof CONTAINERS_DIR "/" + 256 + sizeof MONITOR_ARGS_FILE > PATH_CAPACITY)
     return 1;
   char *const state_path = free_arena();
-  char *const end = append(append(append(state_path, state_dir), containers), id);
+  char *const end = append(append(append(state_path, state_dir), CONTAINERS_DIR "/"), id);
   struct statx st;
   long rc = sys_statx(AT_FDCWD, state_path, AT_SYMLINK_NOFOLLOW, &st);
   if (rc == -ENOENT)
     return 0;
   if (rc != 0 || !monitor)
     return 1;
-  append(end, monitor_args);
+  append(end, MONITOR_ARGS_FILE);
   rc = sys_statx(AT_FDCWD, state_path, AT_SYMLINK_NOFOLLOW, &st);
   if (rc == -ENOENT)
     return 0;
@@ -286,16 +292,15 @@ static int needs_full_program(int verb, int skip, char **argv, enum gpuslice_fp_
 
 /* 1 when the create's config.json was read and holds no request. */
 static int spec_without_request(int argc, char **argv, int verb, const struct gpuslice_fp_record *r) {
-  static const char name[] = "/config.json";
   const char *bundle;
   if (r->create_triggers < 0 || gpuslice_fp_create_bundle(argc, argv, verb, &bundle) != 0)
     return 0;
   if (!bundle)
     bundle = ".";
   char *const path = free_arena(); /* the path, then the bytes after it */
-  if (gpuslice_fp_strlen(bundle) + sizeof name > PATH_CAPACITY)
+  if (gpuslice_fp_strlen(bundle) + sizeof CONFIG_JSON > PATH_CAPACITY)
     return 0;
-  char *const buf = append(append(path, bundle), name) + 1;
+  char *const buf = append(append(path, bundle), CONFIG_JSON) + 1;
   const int fd = sys_openat(AT_FDCWD, path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     return 0;
@@ -369,11 +374,10 @@ static __attribute__((noreturn)) void sys_exit(int code) {
 /* The delete of `id`, which has a state dir: returns (everything closed)
  * only when the full program is to run instead. */
 static void delete_stateful(char **argv, char **envp, const char *runtime, const char *state_dir, const char *id) {
-  static const char containers_dir[] = "/containers";
-  if (gpuslice_fp_strlen(state_dir) + sizeof containers_dir > PATH_CAPACITY)
+  if (gpuslice_fp_strlen(state_dir) + sizeof CONTAINERS_DIR > PATH_CAPACITY)
     return;
   char *const state_path = free_arena();
-  append(append(state_path, state_dir), containers_dir);
+  append(append(state_path, state_dir), CONTAINERS_DIR);
   struct statx st;
   const int containers = sys_openat(AT_FDCWD, state_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (containers < 0)

@@ -3,7 +3,13 @@
  * and a test checks that its object file calls nothing. */
 #include "fast_path.h"
 
-const char gpuslice_fp_global_flags_with_value[] = "--root\0--log\0--log-format\0--criu\0--rootless\0"
+/* Every read-only table of this file in one section, which the ordered
+ * link puts first in .rodata by its one global symbol (shim/hot-text.order):
+ * in the same page as the fast path's strings, which every call reads. One
+ * section each, they lay apart, and a call faulted in a second page. */
+#define FAST_PATH_TABLE __attribute__((section(".rodata.gpuslice_fp_tables")))
+
+FAST_PATH_TABLE const char gpuslice_fp_global_flags_with_value[] = "--root\0--log\0--log-format\0--criu\0--rootless\0"
                                                    "--cgroup-manager\0--log-level\0--debug-log\0";
 
 size_t gpuslice_fp_strlen(const char *s) {
@@ -48,9 +54,9 @@ int gpuslice_fp_find_verb(int argc, char *const *argv) {
 }
 
 enum gpuslice_fp_verb_kind gpuslice_fp_verb_kind(const char *verb) {
-  static const char bundle[] = "create\0run\0";
-  static const char stateful[] = "delete\0exec\0";
-  static const char monitored[] = "start\0state\0ps\0pause\0resume\0";
+  FAST_PATH_TABLE static const char bundle[] = "create\0run\0";
+  FAST_PATH_TABLE static const char stateful[] = "delete\0exec\0";
+  FAST_PATH_TABLE static const char monitored[] = "start\0state\0ps\0pause\0resume\0";
   for (const char *v = bundle; *v; v += gpuslice_fp_strlen(v) + 1)
     if (gpuslice_fp_streq(v, verb))
       return GPUSLICE_FP_BUNDLE;
@@ -126,7 +132,7 @@ static const char *parse_u64(const char *s, char stop, unsigned long long *out) 
 static int absolute(const char *p) { return p && p[0] == '/'; }
 
 int gpuslice_fp_parse_record(char *buf, size_t len, struct gpuslice_fp_record *out) {
-  static const char magic[] = GPUSLICE_FAST_PATH_MAGIC;
+  FAST_PATH_TABLE static const char magic[] = GPUSLICE_FAST_PATH_MAGIC;
   const size_t magic_len = sizeof magic - 1;
   if (len < magic_len || !bytes_equal(buf, magic, magic_len))
     return -1;
@@ -193,8 +199,8 @@ int gpuslice_fp_record_matches(const struct gpuslice_fp_record *r, const char *c
 }
 
 int gpuslice_fp_create_bundle(int argc, char *const *argv, int verb, const char **bundle) {
-  static const char with_value[] = "--bundle\0-b\0--console-socket\0--pid-file\0--preserve-fds\0";
-  static const char flags[] = "--no-pivot\0--no-new-keyring\0--detach\0-d\0--keep\0--no-subreaper\0";
+  FAST_PATH_TABLE static const char with_value[] = "--bundle\0-b\0--console-socket\0--pid-file\0--preserve-fds\0";
+  FAST_PATH_TABLE static const char flags[] = "--no-pivot\0--no-new-keyring\0--detach\0-d\0--keep\0--no-subreaper\0";
   int ids = 0;
   *bundle = 0;
   for (int i = verb + 1; i < argc; ++i) {
@@ -244,7 +250,7 @@ int gpuslice_fp_spec_may_request(const char *json, size_t len, const struct gpus
   for (size_t i = 0; i < len; ++i) {
     if (json[i] == '\0' || (json[i] == '\\' && i + 1 < len && (json[i + 1] == 'u' || json[i + 1] == '/')))
       return 1;
-    static const char key[] = "\"path\"";
+    FAST_PATH_TABLE static const char key[] = "\"path\"";
     if (i + sizeof key - 1 > len || !bytes_equal(json + i, key, sizeof key - 1))
       continue;
     size_t j = i + sizeof key - 1;
@@ -273,7 +279,8 @@ int gpuslice_fp_spec_may_request(const char *json, size_t len, const struct gpus
 }
 
 const char *gpuslice_fp_plain_state_files(void) {
-  return "format\0creator\0" GPUSLICE_FP_INIT_RECORD "\0cdi-env\0init.pid\0";
+  FAST_PATH_TABLE static const char files[] = "format\0creator\0" GPUSLICE_FP_INIT_RECORD "\0cdi-env\0init.pid\0";
+  return files;
 }
 
 int gpuslice_fp_plain_state_file(const char *name) {

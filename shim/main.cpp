@@ -163,10 +163,9 @@ int run(shim::CommandLine &cl) {
   }
 
   // A create killed half-way (kill -9) left its temporary config.json.
-  // Every create or run tidies once, as it returns or just before an exec
-  // that replaces this process; a create whose init recorder took the exec
-  // never gets here again, and leaves it to the recorder, off the
-  // container's critical path.
+  // Every create or run tidies once: before runc runs, or as it fails; a
+  // create whose init recorder takes the exec leaves it to the recorder,
+  // off the container's critical path.
   BundleTidying tidying(cl.edits_bundle() ? (cl.bundle.empty() ? std::string(".") : cl.bundle) : std::string());
   shim::BundleEdit edit;
   if (cl.edits_bundle()) {
@@ -196,13 +195,14 @@ int run(shim::CommandLine &cl) {
 
   try {
     if (cl.verb == "create" && edit.written) {
-      shim::exec_recording_init(runtime, cl, config, edit.state_dir, cl.pid_file, edit.monitor);
-      // No recorder (a kernel before 5.3): runc as a child.
+      shim::exec_recording_init(runtime, cl, config, std::move(edit.state_dir), cl.pid_file, edit.monitor);
+      tidying.now(); // no recorder (a kernel before 5.3): runc as a child
       return shim::create_recording_init(runtime, cl, config, cl.pid_file, std::move(edit.monitor));
     }
+    tidying.now();
+    edit.state_dir = {}; // not held open while runc runs (`run`: the container's life)
     if (cl.verb == "run" && edit.written)
       return shim::run_with_state(runtime, cl, config);
-    tidying.now();
     shim::exec_runtime(runtime, cl.args);
   } catch (const Error &e) {
     return fail(cl, config, e.message());

@@ -268,7 +268,7 @@ GPUSLICE_RAW_ONLY int record_after_runtime(void *arg) {
 } // namespace
 
 void exec_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
-                         const state::ContainerDir &state_dir, const std::string &pid_file,
+                         state::ContainerDir state_dir, const std::string &pid_file,
                          std::optional<PendingMonitor> &monitor) {
   static Recorder r; // outlives this frame in the recorder's eyes
   const auto me = state::process_id(static_cast<int>(::getpid()));
@@ -306,9 +306,10 @@ void exec_recording_init(const std::string &runtime, const CommandLine &cl, cons
   }
   // Held by the recorder (its copy of this fd) until the create is decided:
   // a create of the same id waits for it (state::create_container_dir).
-  const UniqueFd dir_lock = state::lock_container_dir(state_dir);
+  // Released here as this returns or throws, and in runc as it is exec'd.
+  state::lock_container_dir(state_dir);
   r.creator_pidfd = pidfd.get();
-  r.dir_lock = dir_lock.get();
+  r.dir_lock = state_dir.fd.get();
   sigset_t all;
   ::sigfillset(&all);
   ::sigprocmask(SIG_SETMASK, &all, &r.caller_mask); // no handler runs in the recorder

@@ -102,13 +102,18 @@ UniqueFd open_containers(const std::string &state_dir, bool create) {
   return containers;
 }
 
-// `dir`, locked (flock, exclusive; waits); `path` names it in errors.
-UniqueFd locked(UniqueFd dir, const std::string &path) {
+// Locks directory `dir_fd` (flock, exclusive; waits); `path` names it in errors.
+void lock_exclusive(int dir_fd, const std::string &path) {
   int rc;
-  while ((rc = ::flock(dir.get(), LOCK_EX)) != 0 && errno == EINTR) {
+  while ((rc = ::flock(dir_fd, LOCK_EX)) != 0 && errno == EINTR) {
   }
   if (rc != 0)
     throw system_error("cannot lock " + quote(path));
+}
+
+// `dir`, locked.
+UniqueFd locked(UniqueFd dir, const std::string &path) {
+  lock_exclusive(dir.get(), path);
   return dir;
 }
 
@@ -431,13 +436,7 @@ UniqueFd lock_container_dir(const std::string &state_dir, const std::string &id)
   return locked(std::move(dir.fd), dir.path);
 }
 
-UniqueFd lock_container_dir(const ContainerDir &dir) {
-  // A file description of its own: the lock goes with it, not with `dir`'s.
-  UniqueFd again(::openat(dir.fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!again)
-    throw system_error("cannot open " + quote(dir.path));
-  return locked(std::move(again), dir.path);
-}
+void lock_container_dir(const ContainerDir &dir) { lock_exclusive(dir.fd.get(), dir.path); }
 
 std::vector<NamedDir> open_container_dirs(const std::string &state_dir) {
   std::vector<NamedDir> dirs;

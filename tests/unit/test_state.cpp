@@ -219,7 +219,8 @@ TEST_CASE("state dir: a create waits for one still deciding (no init, dir locked
   REQUIRE(child >= 0);
   if (child == 0) { // a create whose runtime then fails: its dir, locked, removed under the lock
     try {
-      UniqueFd lock = lock_container_dir(create_container_dir(state, "c")); // as the init recorder takes it
+      const ContainerDir dir = create_container_dir(state, "c");
+      lock_container_dir(dir); // as the init recorder takes it
       (void)!::write(ready[1], "x", 1);
       ::usleep(200 * 1000);
       remove_container_dir(state, "c");

@@ -45,13 +45,14 @@ int create_recording_init(const std::string &runtime, const CommandLine &cl, con
 // removes the state, or, for a container with limits, leaves the reason
 // in it (kCreateFailedFile) for `start` to refuse with. The recorder holds
 // the dir's lock until then, so a `start` that comes first waits for it.
-// `state_dir` is the container's, as the create made it (still open).
+// `state_dir` is the container's, as the create made it (still open); the
+// recorder's lock is taken on it.
 // Returns, `monitor` untouched, when the recorder cannot be started (a
 // kernel without pidfd_open): the caller runs create_recording_init
 // instead. Throws Error when the monitor's program is not executable (the
 // state removed) or the exec fails.
 void exec_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
-                         const state::ContainerDir &state_dir, const std::string &pid_file,
+                         state::ContainerDir state_dir, const std::string &pid_file,
                          std::optional<PendingMonitor> &monitor);
 
 // `delete` of a container with state. A container whose init has ended

@@ -125,9 +125,9 @@ UniqueFd lock_containers(const std::string &state_dir);
 // process at a time starts its monitor (gpuslice-runtime's create and its
 // restarts, monitor_start.hpp). Released on close. Throws Error.
 UniqueFd lock_container_dir(const std::string &state_dir, const std::string &id);
-// The same, for `dir` as create_container_dir returned it (still open):
-// no path looked up again.
-UniqueFd lock_container_dir(const ContainerDir &dir);
+// The same lock, taken on `dir` as create_container_dir returned it (no
+// path looked up again): held until every copy of its fd is closed.
+void lock_container_dir(const ContainerDir &dir);
 
 // Every container directory (not the temporaries of creates in progress),
 // opened without following links; live or stale alike (collect_stale

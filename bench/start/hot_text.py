@@ -64,8 +64,8 @@ _FAST_PATH = re.compile(
     r"^(?:gpuslice_runtime_entry|gpuslice_fast_path|gpuslice_fp_[a-z_]+|try_fast_path|env_value|has_state"
     r"|recorded_process_runs|map_in_startup_pages|parse_u64)$")
 # The global symbol of the section that holds all its read-only tables
-# (fast_path.c's FAST_PATH_TABLE), first in .rodata: in the page of its
-# strings, which every call reads.
+# (fast_path.c's FAST_PATH_TABLE), first in .rodata: in the 64 KB window
+# of its strings, which every call faults in.
 _FAST_PATH_RODATA = ["gpuslice_fp_global_flags_with_value"]
 
 

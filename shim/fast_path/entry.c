@@ -179,8 +179,8 @@ static int read_config(const char *path, const char **bytes, long *len) {
 }
 
 /* Path parts as string literals, not static arrays: the link merges them
- * with the other strings, in the page of .rodata that every call reads
- * (an array each would be an object of its own, pages away). */
+ * with the other strings, in the window of .rodata that every call faults
+ * in (an array each would be an object of its own, windows away). */
 #define CONTAINERS_DIR "/containers"
 #define CONFIG_JSON "/config.json"
 #define MONITOR_ARGS_FILE "/" GPUSLICE_FP_MONITOR_ARGS

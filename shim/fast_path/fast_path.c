@@ -5,8 +5,9 @@
 
 /* Every read-only table of this file in one section, which the ordered
  * link puts first in .rodata by its one global symbol (shim/hot-text.order):
- * in the same page as the fast path's strings, which every call reads. One
- * section each, they lay apart, and a call faulted in a second page. */
+ * in the same 64 KB window as the fast path's strings, which the kernel
+ * maps in at once on the first read of either, and every call reads. One
+ * section each, they lay 85 KB away, and a call faulted in a second window. */
 #define FAST_PATH_TABLE __attribute__((section(".rodata.gpuslice_fp_tables")))
 
 FAST_PATH_TABLE const char gpuslice_fp_global_flags_with_value[] = "--root\0--log\0--log-format\0--criu\0--rootless\0"

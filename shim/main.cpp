@@ -56,11 +56,11 @@ int fail(const shim::CommandLine &cl, const Config &config, const std::string &m
   return 1;
 }
 
-// Removes the stale temporaries of BUNDLE/config.json once: now(), or on
-// the way out. An empty bundle dir: nothing to tidy.
+// shim::tidy_bundle of `bundle` once: now(), or on the way out. No bundle:
+// nothing to tidy.
 class BundleTidying {
 public:
-  explicit BundleTidying(std::string bundle_dir) : bundle_dir_(std::move(bundle_dir)) {}
+  explicit BundleTidying(std::optional<std::string> bundle) : bundle_(std::move(bundle)) {}
   BundleTidying(const BundleTidying &) = delete;
   BundleTidying &operator=(const BundleTidying &) = delete;
   ~BundleTidying() {
@@ -71,13 +71,13 @@ public:
     }
   }
   void now() {
-    if (!bundle_dir_.empty())
-      fs::remove_stale_temporaries(bundle_dir_ + "/config.json");
-    bundle_dir_.clear();
+    if (bundle_)
+      shim::tidy_bundle(*bundle_);
+    bundle_.reset();
   }
 
 private:
-  std::string bundle_dir_;
+  std::optional<std::string> bundle_;
 };
 
 } // namespace
@@ -166,7 +166,7 @@ int run(shim::CommandLine &cl) {
   // Every create or run tidies once: before runc runs, or as it fails; a
   // create whose init recorder takes the exec leaves it to the recorder,
   // off the container's critical path.
-  BundleTidying tidying(cl.edits_bundle() ? (cl.bundle.empty() ? std::string(".") : cl.bundle) : std::string());
+  BundleTidying tidying(cl.edits_bundle() ? std::optional<std::string>(cl.bundle) : std::nullopt);
   shim::BundleEdit edit;
   if (cl.edits_bundle()) {
     try {

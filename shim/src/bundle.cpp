@@ -184,17 +184,19 @@ CreatePlan plan_create(CreateContext &ctx, const std::string &bundle_dir, HookMo
   return plan;
 }
 
+void tidy_bundle(const std::string &bundle) { fs::remove_stale_temporaries(bundle_dir(bundle) + "/config.json"); }
+
 BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const std::string &config_file,
                           HookMode hooks) {
-  const std::string bundle_dir = request.bundle_dir.empty() ? std::string(".") : request.bundle_dir;
-  const std::string path = bundle_dir + "/config.json";
+  const std::string bundle = bundle_dir(request.bundle_dir);
+  const std::string path = bundle + "/config.json";
   BundleSpec spec = request.spec_read && request.spec_read->first == path
                         ? BundleSpec::parse(request.spec_read->second, path)
                         : BundleSpec::load(path);
   CreateContext ctx{spec, config, config_file, request.container_id,
                     fs::clean_path(config.state_dir) + "/containers/" + request.container_id, std::string(), {}, {}};
   ctx.defer_monitor = request.defer_monitor;
-  CreatePlan plan = plan_create(ctx, bundle_dir, hooks);
+  CreatePlan plan = plan_create(ctx, bundle, hooks);
   BundleEdit edit;
   edit.warnings = std::move(plan.warnings);
   if (plan.devices.empty())

@@ -27,6 +27,7 @@
 #include "gpuslice/common/log.hpp"
 #include "gpuslice/common/strings.hpp"
 #include "gpuslice/sharing/monitor.hpp"
+#include "gpuslice/shim/bundle.hpp"
 #include "gpuslice/shim/monitor_start.hpp"
 #include "gpuslice/shim/runtime.hpp"
 #include "gpuslice/state/container_dir.hpp"
@@ -249,7 +250,7 @@ GPUSLICE_RAW_ONLY int record_after_runtime(void *arg) {
     ::close(r.dir_lock);
     // The create's tidying, left to this process (the bundle is as given:
     // this process has a copy of the caller's cwd, taken at the clone).
-    fs::remove_stale_temporaries((r.bundle.empty() ? std::string(".") : r.bundle) + "/config.json");
+    tidy_bundle(r.bundle);
     log::flush();
     if (monitor) {
       try {

@@ -56,6 +56,14 @@ struct BundleEdit {
 BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const std::string &config_file,
                           HookMode hooks);
 
+// A create's or run's bundle directory: `bundle` (--bundle), else the
+// current one.
+inline std::string bundle_dir(const std::string &bundle) { return bundle.empty() ? std::string(".") : bundle; }
+
+// Removes what creates killed while writing the bundle's config.json
+// left there (fs::remove_stale_temporaries); `bundle` as bundle_dir takes it.
+void tidy_bundle(const std::string &bundle);
+
 // The pid file in the state dir runc writes when the caller named none.
 inline constexpr const char *kInitPidFile = "init.pid";
 

@@ -18,7 +18,10 @@ on this VM's ext4, the fsyncs of the state dir and of config.json took
 ~1 ms of each create, which a node does not pay and which drowned what
 a change saves.
 
-Run as root:  bench/start/bench_create.py OLD_BUILD NEW_BUILD [-n 300]
+With --refused, each create asks for a device the spec does not have and
+is refused (exit 1): the path of an error, thrown and caught.
+
+Run as root:  bench/start/bench_create.py OLD_BUILD NEW_BUILD [-n 300] [--refused]
 """
 from __future__ import annotations
 
@@ -38,10 +41,10 @@ KIND = "bench.example/gpu"
 ANNOTATION = "cdi.k8s.io/gpuslice-bench"
 
 
-def write_setup(work: Path) -> tuple[Path, bytes]:
+def write_setup(work: Path, refused: bool) -> tuple[Path, bytes]:
     """A spec dir with two devices (host nodes that exist everywhere), the
-    config, and a bundle's config.json asking for both; the config path
-    and config.json's bytes."""
+    config, and a bundle's config.json asking for both (or, refused, for
+    one the spec lacks); the config path and config.json's bytes."""
     specs = work / "cdi"
     specs.mkdir()
     spec = {"cdiVersion": "0.6.0", "kind": KIND,
@@ -56,7 +59,7 @@ def write_setup(work: Path) -> tuple[Path, bytes]:
     (work / "bundle" / "rootfs").mkdir(parents=True)
     spec_json = {"ociVersion": "1.0.2", "process": {"args": ["true"], "cwd": "/", "env": ["PATH=/bin"]},
                  "root": {"path": "rootfs"}, "linux": {"namespaces": [{"type": "mount"}]},
-                 "annotations": {ANNOTATION: f"{KIND}=0,{KIND}=1"}}
+                 "annotations": {ANNOTATION: f"{KIND}=7" if refused else f"{KIND}=0,{KIND}=1"}}
     return config, json.dumps(spec_json).encode()
 
 
@@ -68,6 +71,8 @@ def main() -> int:
     ap.add_argument("--work-fs", choices=["tmpfs", "disk"], default="tmpfs",
                     help="what the bundle and the state dir live on: a tmpfs mounted for the run (default), as "
                          "/run is on a node, or the disk under $TMPDIR (whose fsyncs then weigh on each create)")
+    ap.add_argument("--refused", action="store_true",
+                    help="time creates that ask for a device the spec lacks, each refused with exit status 1")
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("bench_create.py: run as root (the spec cache and the fast path are root's)")
@@ -77,7 +82,8 @@ def main() -> int:
             raise SystemExit(f"bench_create.py: {b} is not an executable")
     print(f"# {shlex.join([sys.executable, *sys.argv])}")
     print(f"# {len(builds)} builds, {a.iterations} creates each (+{a.warmup} warm-up), {os.cpu_count()} cpus, "
-          f"kernel {os.uname().release}, runtime /bin/true, work dir on {a.work_fs}")
+          f"kernel {os.uname().release}, runtime /bin/true, work dir on {a.work_fs}"
+          f"{', creates refused' if a.refused else ''}")
     with tempfile.TemporaryDirectory(prefix="gpuslice-bench-create-") as tmp:
         if a.work_fs == "tmpfs":
             mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0700", "gpuslice-bench", tmp],
@@ -94,7 +100,9 @@ def main() -> int:
 
 def run_creates(work: Path, builds: list[str], a: argparse.Namespace) -> None:
     """The interleaved creates in `work`, and their figures printed."""
-    config, config_json = write_setup(work)
+    config, config_json = write_setup(work, a.refused)
+    expected = 1 if a.refused else 0
+    quiet = [(os.POSIX_SPAWN_OPEN, 2, "/dev/null", os.O_WRONLY, 0)] if a.refused else []  # the refusal, each time
     bundle = work / "bundle"
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "GPUSLICE_CONFIG": str(config)}
     root = work / "runtime-state"
@@ -103,11 +111,12 @@ def run_creates(work: Path, builds: list[str], a: argparse.Namespace) -> None:
         (bundle / "config.json").write_bytes(config_json)  # the create rewrites it
         argv = [build, "--root", str(root), "create", "--bundle", str(bundle), cid]
         start = time.perf_counter()
-        pid = os.posix_spawn(build, argv, env)
+        pid = os.posix_spawn(build, argv, env, file_actions=quiet)
         _, status = os.waitpid(pid, 0)
         took = time.perf_counter() - start
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise SystemExit(f"bench_create.py: {shlex.join(argv)} failed")
+        if os.waitstatus_to_exitcode(status) != expected:
+            raise SystemExit(f"bench_create.py: {shlex.join(argv)} exited {os.waitstatus_to_exitcode(status)}, "
+                             f"not {expected}")
         subprocess.run([build, "--root", str(root), "delete", "--force", cid], env=env,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         return took

@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
-for pair in fuzz_spec_parse:spec fuzz_apply:apply fuzz_requests:requests fuzz_containerd_edit:containerd fuzz_region:region fuzz_hook_state:hook_state fuzz_hook_config:hook_config; do
+for pair in fuzz_spec_parse:spec fuzz_apply:apply fuzz_requests:requests fuzz_containerd_edit:containerd fuzz_region:region fuzz_hook_state:hook_state fuzz_hook_config:hook_config fuzz_json_parse:json; do
   target=${pair%%:*} corpus=${pair##*:}
   mkdir -p "$work/$corpus"
   cp "$here/corpus/$corpus/"* "$work/$corpus/"

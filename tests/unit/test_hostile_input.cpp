@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 #include <thread>
 
 using namespace gpuslice;
@@ -79,6 +80,57 @@ TEST_CASE("JSON nested 50,000 levels is refused before parsing; normal nesting p
   CHECK(parse_json(R"({"a": "[[[[\"[[[[", "b": [1]})")["b"][0] == 1);
   CHECK_THROWS_WITH(parse_json("{\"a\": }"), Catch::StartsWith("invalid JSON: "));
   CHECK_THROWS_WITH(cdi::parse_spec("{\"cdiVersion\": " + nested(50000) + "}"), Catch::Contains("nested"));
+}
+
+TEST_CASE("parse_json builds what nlohmann's parser builds: a key given twice keeps its first place, the last value",
+          "[common][hostile]") {
+  // runc reads the config.json gpuslice writes back: a key twice must mean
+  // the same to both (Go's encoding/json also keeps the last value).
+  std::string many = "{";
+  for (int i = 0; i < 40; ++i) // past the members compared one by one
+    many += "\"k" + std::to_string(i) + "\": " + std::to_string(i) + ", ";
+  many += R"("k3": "again", "k39": [1]})";
+  const std::string texts[] = {
+      R"({"b": 1, "a": [1, -2, 3.5e10, 18446744073709551615, -9223372036854775808, true, false, null],
+          "b": {"x": "\u00e9\ud83d\ude00", "x": {}}, "c": {}, "d": [[], {}]})",
+      many, R"("top")", "42", R"([{"a": {"a": {"a": 1}}}, {"a": 2, "a": 3}])", "{\"a\": 1,}", "[1, 2", "",
+      "{\"a\": 1} x", "1e400"};
+  for (const auto &text : texts) {
+    INFO(text);
+    std::string ours, theirs;
+    try {
+      ours = parse_json<nlohmann::ordered_json>(text).dump();
+    } catch (const Error &e) {
+      ours = "error: " + e.message();
+    }
+    try {
+      theirs = nlohmann::ordered_json::parse(text).dump();
+    } catch (const nlohmann::json::exception &e) {
+      theirs = "error: invalid JSON: " + json_detail::reason(e.what());
+    }
+    CHECK(ours == theirs);
+    const auto unordered = [&]() -> std::optional<nlohmann::json> {
+      try {
+        return parse_json<nlohmann::json>(text);
+      } catch (const Error &) {
+        return std::nullopt;
+      }
+    }();
+    CHECK(unordered.has_value() == nlohmann::json::accept(text));
+    if (unordered)
+      CHECK(*unordered == nlohmann::json::parse(text));
+  }
+  const auto doc = parse_json<nlohmann::ordered_json>(many);
+  CHECK(doc.size() == 40);
+  CHECK(doc.begin().key() == "k0");
+  CHECK(doc["k3"] == "again");
+  CHECK(std::next(doc.begin(), 3).key() == "k3");
+  CHECK(doc["k39"] == nlohmann::ordered_json::array({1}));
+  CHECK(parse_json<nlohmann::ordered_json>(R"({"b": 1, "a": 2, "b": 3})").dump() == R"({"b":3,"a":2})");
+  // nlohmann's parser alone takes a NUL for the end of the text
+  using namespace std::string_literals;
+  CHECK(nlohmann::json::parse("{\"a\": 1}\0 [[["s) == nlohmann::json::parse("{\"a\": 1}"));
+  CHECK_THROWS_WITH(parse_json("{\"a\": 1}\0 [[["s), "invalid JSON: a NUL byte at offset 8");
 }
 
 TEST_CASE("prepare_bundle: a deeply nested config.json is an error, not a crash", "[shim][hostile]") {

@@ -4,7 +4,8 @@
 // dumping and comparing a document recurse once per nesting level: a
 // config.json nested 50,000 deep parses fine and then overflows the stack.
 // No OCI spec, state or CDI spec nests deeper than a dozen levels, so the
-// text is refused before parsing when it nests deeper than kMaxJsonDepth.
+// text is refused when it nests deeper than kMaxJsonDepth, before anything
+// that deep is built.
 #pragma once
 
 #include "gpuslice/common/error.hpp"
@@ -15,6 +16,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace gpuslice {
 
@@ -24,19 +29,151 @@ inline constexpr std::size_t kMaxJsonDepth = 128;
 // are skipped, escapes included); says nothing about the text's validity.
 void check_json_depth(std::string_view text, std::size_t max_depth = kMaxJsonDepth);
 
-// The parsed document; throws Error "invalid JSON: <reason>" (never a
-// nlohmann exception) or the depth error above.
-template <typename Json = nlohmann::json> Json parse_json(std::string_view text) {
-  check_json_depth(text);
-  try {
-    return Json::parse(text);
-  } catch (const nlohmann::json::exception &e) { // parse_error, or out_of_range for a huge number
-    std::string what = e.what();
-    // nlohmann prefixes "[json.exception.parse_error.101] "; keep the reason.
-    if (auto pos = what.find("] "); pos != std::string::npos)
-      what.erase(0, pos + 2);
-    throw Error("invalid JSON: " + what);
+namespace json_detail {
+
+// nlohmann's exception text less its "[json.exception.parse_error.101] ".
+inline std::string reason(const char *what) {
+  std::string text = what;
+  if (auto pos = text.find("] "); pos != std::string::npos)
+    text.erase(0, pos + 2);
+  return text;
+}
+
+template <typename T, typename = void> struct kept_in_a_vector : std::false_type {};
+template <typename T> struct kept_in_a_vector<T, std::void_t<typename T::Container>> : std::true_type {};
+
+// The document, built from nlohmann's SAX events as its own parser builds
+// it (the last of a key given twice wins, in the first one's place), but
+// each object's members are gathered and moved in once it ends.
+//
+// Why: ordered_json (config.json's type) keeps an object's members in a
+// vector of pair<const string, json>, which cannot be moved: nlohmann's
+// parser adds them one by one, and every growth of that vector copied the
+// members already parsed, subtrees included: ~20 % of parsing a pod's
+// config.json. Counting the nesting here also spares a pass over the text.
+template <typename Json> class DocumentBuilder {
+public:
+  using string_t = typename Json::string_t;
+
+  explicit DocumentBuilder(std::size_t max_depth) : max_depth_(max_depth) {}
+
+  bool null() { return add(Json(nullptr)); }
+  bool boolean(bool value) { return add(Json(value)); }
+  bool number_integer(typename Json::number_integer_t value) { return add(Json(value)); }
+  bool number_unsigned(typename Json::number_unsigned_t value) { return add(Json(value)); }
+  bool number_float(typename Json::number_float_t value, const string_t &) { return add(Json(value)); }
+  bool string(string_t &value) { return add(Json(std::move(value))); }
+  bool binary(typename Json::binary_t &value) { return add(Json::binary(std::move(value))); } // not from JSON text
+  bool start_object(std::size_t) { return open(true); }
+  bool key(string_t &key) {
+    levels_[depth_ - 1].key = std::move(key);
+    return true;
   }
+  bool end_object() {
+    Level &level = levels_[--depth_];
+    Json object(Json::value_t::object);
+    move_members(level.members, object.template get_ref<typename Json::object_t &>());
+    level.members.clear(); // its capacity kept for the next object this deep
+    return add(std::move(object));
+  }
+  bool start_array(std::size_t) { return open(false); }
+  bool end_array() {
+    Level &level = levels_[--depth_];
+    Json array(Json::value_t::array);
+    array.template get_ref<typename Json::array_t &>() = std::move(level.elements);
+    level.elements.clear();
+    return add(std::move(array));
+  }
+  template <typename Exception> bool parse_error(std::size_t, const std::string &, const Exception &e) {
+    throw Error("invalid JSON: " + reason(e.what()));
+  }
+
+  Json take() { return std::move(document_); }
+
+private:
+  struct Level {
+    bool object = false;
+    string_t key;
+    std::vector<std::pair<string_t, Json>> members;
+    typename Json::array_t elements;
+  };
+  using Members = std::vector<std::pair<string_t, Json>>;
+
+  bool open(bool object) {
+    if (depth_ == max_depth_)
+      throw Error("JSON nested more than " + std::to_string(max_depth_) + " levels deep");
+    if (depth_ == levels_.size())
+      levels_.emplace_back();
+    levels_[depth_++].object = object;
+    return true;
+  }
+
+  bool add(Json &&value) {
+    if (depth_ == 0) {
+      document_ = std::move(value);
+    } else if (Level &level = levels_[depth_ - 1]; level.object) {
+      level.members.emplace_back(std::move(level.key), std::move(value));
+    } else {
+      level.elements.push_back(std::move(value));
+    }
+    return true;
+  }
+
+  template <typename Object> static void move_members(Members &from, Object &to) {
+    if constexpr (kept_in_a_vector<Object>::value) {
+      auto &vector = static_cast<typename Object::Container &>(to);
+      vector.reserve(from.size());
+      // A key twice: found among the members before it (an index past a
+      // few dozen, as an object may hold thousands of annotations).
+      std::unordered_map<std::string_view, std::size_t> index;
+      constexpr std::size_t kScanned = 32;
+      for (auto &[key, value] : from) {
+        typename Object::value_type *same = nullptr;
+        if (from.size() <= kScanned) {
+          for (auto &member : vector)
+            if (member.first == key) {
+              same = &member;
+              break;
+            }
+        } else if (auto it = index.find(key); it != index.end()) {
+          same = &vector[it->second];
+        }
+        if (same) {
+          same->second = std::move(value);
+          continue;
+        }
+        vector.emplace_back(std::move(key), std::move(value));
+        if (from.size() > kScanned) // views into the vector, which reserve() keeps in place
+          index.emplace(vector.back().first, vector.size() - 1);
+      }
+    } else {
+      for (auto &[key, value] : from)
+        to.insert_or_assign(std::move(key), std::move(value));
+    }
+  }
+
+  std::size_t max_depth_;
+  std::size_t depth_ = 0;
+  std::vector<Level> levels_;
+  Json document_;
+};
+
+} // namespace json_detail
+
+// The parsed document; throws Error "invalid JSON: <reason>" (never a
+// nlohmann exception) or the depth error above, before building deeper.
+// A NUL byte, which no JSON text holds, is refused: nlohmann's parser
+// would take it for the end of the text and ignore what follows.
+template <typename Json = nlohmann::json> Json parse_json(std::string_view text) {
+  if (auto nul = text.find('\0'); nul != std::string_view::npos)
+    throw Error("invalid JSON: a NUL byte at offset " + std::to_string(nul));
+  json_detail::DocumentBuilder<Json> builder(kMaxJsonDepth);
+  try {
+    Json::sax_parse(text.begin(), text.end(), &builder);
+  } catch (const nlohmann::json::exception &e) {
+    throw Error("invalid JSON: " + json_detail::reason(e.what()));
+  }
+  return builder.take();
 }
 
 // Typed access to a member of a JSON object that someone else wrote: the

@@ -82,6 +82,10 @@ _UNSEEN_DATA = ["__pthread_force_elision", "__nptl_initial_report_events"]
 # The entry's markers (shim/fast_path/entry.c), last in each list: it maps
 # in the text and the bss up to them as it hands over to the full program.
 TEXT_END_MARKER = "gpuslice_hot_text_end"
+# And first: 64 KB-aligned, so that the fast path after it shares the
+# entry's window of fault-around.
+TEXT_START_MARKER = "gpuslice_hot_text_start"
+FAULT_AROUND = 65536
 DATA_END_MARKERS = ["gpuslice_hot_relro_end", "gpuslice_hot_bss_end"]
 
 
@@ -166,7 +170,8 @@ def touched_data(lackey_outputs: list[Path], binary: str) -> list[str]:
 
 
 def ordering(executed: list[str], binary: str) -> list[str]:
-    """The fast path's functions and read-only object, then `executed`,
+    """The entry's start marker, the fast path's functions and read-only
+    object, then `executed`,
     less what the binary does not define, each string function followed by
     its resolver and all its CPU variants (a resolver seen alone brings its
     function's too), then what _UNSEEN names, and the entry's text marker
@@ -177,7 +182,8 @@ def ordering(executed: list[str], binary: str) -> list[str]:
         m = _VARIANT.match(s)
         if m:
             variants.setdefault(m.group(1), []).append(s)
-    order: dict[str, None] = {n: None for n in defined if _FAST_PATH.match(n)}
+    order: dict[str, None] = {TEXT_START_MARKER: None} if TEXT_START_MARKER in defined else {}
+    order.update((n, None) for n in defined if _FAST_PATH.match(n))
     order.update((n, None) for n in _FAST_PATH_RODATA)
     for name in executed:
         m = _VARIANT.match(name)
@@ -235,6 +241,14 @@ def check_layout(binary: str, order_file: Path) -> tuple[str, str]:
     found_text = f"its {len(found)} listed functions ({size} bytes) span {span} bytes of {binary}'s text"
     if span > 1.25 * size + 65536:
         return found_text, ""
+    # Every call runs the fast path: its functions in the window of the
+    # start marker, which opens the text.
+    start = where.get(TEXT_START_MARKER, (None, 0))[0]
+    if start is None or start % FAULT_AROUND or start != min(a for a, _ in found):
+        return f"{TEXT_START_MARKER} does not open the listed text on a {FAULT_AROUND // 1024} KB boundary", ""
+    outside = sorted(n for n, (a, size) in where.items() if _FAST_PATH.match(n) and a + size > start + FAULT_AROUND)
+    if outside:
+        return f"the fast path's {', '.join(outside)} lie past the first {FAULT_AROUND // 1024} KB of the text", ""
     # The entry maps in what lies before the markers: all that is listed
     # (of the functions; of the data, what lies in the marker's segment).
     listed = {n: data[n] for n in order_file.read_text().splitlines() if n in data and n not in DATA_END_MARKERS}

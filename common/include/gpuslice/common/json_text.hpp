@@ -12,12 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -43,14 +43,17 @@ template <typename T, typename = void> struct kept_in_a_vector : std::false_type
 template <typename T> struct kept_in_a_vector<T, std::void_t<typename T::Container>> : std::true_type {};
 
 // The document, built from nlohmann's SAX events as its own parser builds
-// it (the last of a key given twice wins, in the first one's place), but
-// each object's members are gathered and moved in once it ends.
+// it, but each object's members are gathered and moved in once it ends,
+// and a key given twice in one object is refused.
 //
 // Why: ordered_json (config.json's type) keeps an object's members in a
 // vector of pair<const string, json>, which cannot be moved: nlohmann's
 // parser adds them one by one, and every growth of that vector copied the
 // members already parsed, subtrees included: ~20 % of parsing a pod's
 // config.json. Counting the nesting here also spares a pass over the text.
+// And a key twice: nlohmann's parser keeps the last value, Go's
+// encoding/json (runc's) merges an object given twice into the first, so
+// the two would read different specs from one text; no engine writes one.
 template <typename Json> class DocumentBuilder {
 public:
   using string_t = typename Json::string_t;
@@ -119,36 +122,41 @@ private:
     return true;
   }
 
+  [[noreturn]] static void twice(std::string_view key) {
+    throw Error("invalid JSON: the key " + quote(key) + " twice in one object");
+  }
+
+  // Compared with the keys before each, or, past a few dozen, sorted (an
+  // object may hold thousands of annotations; no hash that chosen keys
+  // could make collide).
+  static void refuse_keys_twice(const Members &members) {
+    constexpr std::size_t kScanned = 32;
+    if (members.size() <= kScanned) {
+      for (std::size_t i = 1; i < members.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+          if (members[j].first == members[i].first)
+            twice(members[i].first);
+      return;
+    }
+    std::vector<std::string_view> keys;
+    keys.reserve(members.size());
+    for (const auto &member : members)
+      keys.emplace_back(member.first);
+    std::sort(keys.begin(), keys.end());
+    if (auto same = std::adjacent_find(keys.begin(), keys.end()); same != keys.end())
+      twice(*same);
+  }
+
   template <typename Object> static void move_members(Members &from, Object &to) {
+    refuse_keys_twice(from);
     if constexpr (kept_in_a_vector<Object>::value) {
       auto &vector = static_cast<typename Object::Container &>(to);
       vector.reserve(from.size());
-      // A key twice: found among the members before it (an index past a
-      // few dozen, as an object may hold thousands of annotations).
-      std::unordered_map<std::string_view, std::size_t> index;
-      constexpr std::size_t kScanned = 32;
-      for (auto &[key, value] : from) {
-        typename Object::value_type *same = nullptr;
-        if (from.size() <= kScanned) {
-          for (auto &member : vector)
-            if (member.first == key) {
-              same = &member;
-              break;
-            }
-        } else if (auto it = index.find(key); it != index.end()) {
-          same = &vector[it->second];
-        }
-        if (same) {
-          same->second = std::move(value);
-          continue;
-        }
+      for (auto &[key, value] : from)
         vector.emplace_back(std::move(key), std::move(value));
-        if (from.size() > kScanned) // views into the vector, which reserve() keeps in place
-          index.emplace(vector.back().first, vector.size() - 1);
-      }
     } else {
       for (auto &[key, value] : from)
-        to.insert_or_assign(std::move(key), std::move(value));
+        to.emplace(std::move(key), std::move(value));
     }
   }
 
@@ -162,14 +170,16 @@ private:
 
 // The parsed document; throws Error "invalid JSON: <reason>" (never a
 // nlohmann exception) or the depth error above, before building deeper.
-// A NUL byte, which no JSON text holds, is refused: nlohmann's parser
-// would take it for the end of the text and ignore what follows.
+// Refused too: a key given twice in one object (DocumentBuilder), and a
+// NUL byte, which no JSON text holds: nlohmann's parser would take it for the
+// end of the text and ignore what follows.
 template <typename Json = nlohmann::json> Json parse_json(std::string_view text) {
   if (auto nul = text.find('\0'); nul != std::string_view::npos)
     throw Error("invalid JSON: a NUL byte at offset " + std::to_string(nul));
   json_detail::DocumentBuilder<Json> builder(kMaxJsonDepth);
   try {
-    Json::sax_parse(text.begin(), text.end(), &builder);
+    if (!Json::sax_parse(text.begin(), text.end(), &builder))
+      throw Error("invalid JSON"); // not reached: the builder throws its reason
   } catch (const nlohmann::json::exception &e) {
     throw Error("invalid JSON: " + json_detail::reason(e.what()));
   }

@@ -182,7 +182,9 @@ def ordering(executed: list[str], binary: str) -> list[str]:
         m = _VARIANT.match(s)
         if m:
             variants.setdefault(m.group(1), []).append(s)
-    order: dict[str, None] = {TEXT_START_MARKER: None} if TEXT_START_MARKER in defined else {}
+    # The start marker whether or not this build has it (an unordered
+    # link's does not): the list is for the ordered one.
+    order: dict[str, None] = {TEXT_START_MARKER: None}
     order.update((n, None) for n in defined if _FAST_PATH.match(n))
     order.update((n, None) for n in _FAST_PATH_RODATA)
     for name in executed:

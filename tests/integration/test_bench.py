@@ -108,11 +108,12 @@ def test_hot_text_order_names_what_callgrind_saw_as_the_binary_names_it(request,
     assert executed == ["__libc_start_main_impl", "__libc_start_main", "gpuslice_runtime_entry", "__memchr_avx2",
                         "main", "not_in_any_binary"]
     order = hot_text.ordering(executed, runtime)
-    # the fast path's functions and its read-only object first, then what
-    # callgrind saw, the entry's marker last
+    # the entry's start marker, the fast path's functions and its read-only
+    # object first, then what callgrind saw, the entry's end marker last
+    assert order[0] == hot_text.TEXT_START_MARKER, order
     first = [n for n in order if hot_text._FAST_PATH.match(n) or n in hot_text._FAST_PATH_RODATA]
-    assert order[:len(first)] == first and "gpuslice_runtime_entry" in first and "try_fast_path" in first, order
-    assert order[len(first)] == "__libc_start_main_impl" and "main" in order, order
+    assert order[1:1 + len(first)] == first and "gpuslice_runtime_entry" in first and "try_fast_path" in first, order
+    assert order[1 + len(first)] == "__libc_start_main_impl" and "main" in order, order
     assert order[-1] == hot_text.TEXT_END_MARKER and order.count(hot_text.TEXT_END_MARKER) == 1, order
     memchr = [n for n in order if n.startswith("__memchr_")]
     assert "__memchr_avx2" in memchr and "__memchr_evex" in memchr and "__memchr_sse2" in memchr, order

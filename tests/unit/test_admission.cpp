@@ -195,17 +195,21 @@ TEST_CASE("admission: concurrent creates against the last place: exactly one get
   ::close(go[0]);
   ::close(hold[0]);
   REQUIRE(::write(go[1], "gggggg", kCreates) == kCreates);
-  // Collect the losers, for as long as a loaded machine may need.
+  // Collect the losers, for as long as a loaded machine may need. Each of
+  // these children by its pid: waitpid(-1) would also reap what an earlier
+  // test of this process left, count it as a loser, and let the winner go
+  // (and its place with it) before every loser had tried.
   int done = 0;
   for (int waited_ms = 0; done < kCreates - 1 && waited_ms < 120000; waited_ms += 10) {
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid > 0) {
-      status_of[pid] = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-      done++;
-    } else {
-      ::usleep(10000);
+    for (auto &[pid, status_now] : status_of) {
+      int status = 0;
+      if (status_now < 0 && ::waitpid(pid, &status, WNOHANG) == pid) {
+        status_now = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+        done++;
+      }
     }
+    if (done < kCreates - 1)
+      ::usleep(10000);
   }
   ::close(hold[1]);
   ::close(go[1]);

@@ -41,10 +41,15 @@ KIND = "bench.example/gpu"
 ANNOTATION = "cdi.k8s.io/gpuslice-bench"
 
 
-def write_setup(work: Path, refused: bool) -> tuple[Path, bytes]:
+def write_setup(work: Path, refused: bool, builds: int) -> tuple[list[Path], bytes]:
     """A spec dir with two devices (host nodes that exist everywhere), the
     config, and a bundle's config.json asking for both (or, refused, for
-    one the spec lacks); the config path and config.json's bytes."""
+    one the spec lacks); the config's paths and config.json's bytes.
+
+    The config is written once for each build, at a path of its own: the
+    fast path keeps one record per config path, and two builds whose
+    records differ (a new record format) would otherwise each replace the
+    other's on every create, and neither would be timed as a node runs it."""
     specs = work / "cdi"
     specs.mkdir()
     spec = {"cdiVersion": "0.6.0", "kind": KIND,
@@ -52,15 +57,17 @@ def write_setup(work: Path, refused: bool) -> tuple[Path, bytes]:
                         {"name": "1", "containerEdits": {"deviceNodes": [{"path": "/dev/zero"}]}}],
             "containerEdits": {"env": ["BENCH_DRIVER=1"]}}
     (specs / "bench.json").write_text(json.dumps(spec))
-    config = work / "gpuslice.toml"
-    config.write_text(f'[cdi]\nspec-dirs = ["{specs}"]\n\n[runtime]\nruntimes = ["/bin/true"]\n'
-                      f'state-dir = "{work / "state"}"\n\n[log]\nlevel = "warn"\ntarget = "file"\n'
-                      f'directory = "{work / "log"}"\n')
+    configs = [work / f"gpuslice-{i}.toml" for i in range(builds)]
+    config_text = (f'[cdi]\nspec-dirs = ["{specs}"]\n\n[runtime]\nruntimes = ["/bin/true"]\n'
+                   f'state-dir = "{work / "state"}"\n\n[log]\nlevel = "warn"\ntarget = "file"\n'
+                   f'directory = "{work / "log"}"\n')
+    for config in configs:
+        config.write_text(config_text)
     (work / "bundle" / "rootfs").mkdir(parents=True)
     spec_json = {"ociVersion": "1.0.2", "process": {"args": ["true"], "cwd": "/", "env": ["PATH=/bin"]},
                  "root": {"path": "rootfs"}, "linux": {"namespaces": [{"type": "mount"}]},
                  "annotations": {ANNOTATION: f"{KIND}=7" if refused else f"{KIND}=0,{KIND}=1"}}
-    return config, json.dumps(spec_json).encode()
+    return configs, json.dumps(spec_json).encode()
 
 
 def main() -> int:
@@ -100,24 +107,24 @@ def main() -> int:
 
 def run_creates(work: Path, builds: list[str], a: argparse.Namespace) -> None:
     """The interleaved creates in `work`, and their figures printed."""
-    config, config_json = write_setup(work, a.refused)
+    configs, config_json = write_setup(work, a.refused, len(builds))
     expected = 1 if a.refused else 0
     quiet = [(os.POSIX_SPAWN_OPEN, 2, "/dev/null", os.O_WRONLY, 0)] if a.refused else []  # the refusal, each time
     bundle = work / "bundle"
-    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "GPUSLICE_CONFIG": str(config)}
+    env = {b: {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "GPUSLICE_CONFIG": str(c)} for b, c in zip(builds, configs)}
     root = work / "runtime-state"
 
     def create(build: str, cid: str) -> float:
         (bundle / "config.json").write_bytes(config_json)  # the create rewrites it
         argv = [build, "--root", str(root), "create", "--bundle", str(bundle), cid]
         start = time.perf_counter()
-        pid = os.posix_spawn(build, argv, env, file_actions=quiet)
+        pid = os.posix_spawn(build, argv, env[build], file_actions=quiet)
         _, status = os.waitpid(pid, 0)
         took = time.perf_counter() - start
         if os.waitstatus_to_exitcode(status) != expected:
             raise SystemExit(f"bench_create.py: {shlex.join(argv)} exited {os.waitstatus_to_exitcode(status)}, "
                              f"not {expected}")
-        subprocess.run([build, "--root", str(root), "delete", "--force", cid], env=env,
+        subprocess.run([build, "--root", str(root), "delete", "--force", cid], env=env[build],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         return took
 

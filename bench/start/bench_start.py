@@ -359,9 +359,18 @@ def main() -> int:
         stamped = {"wrapper": ocitest.Runtime("wrapper", [wrapper], root,
                                               env=dict(stamp_env, GPUSLICE_CONFIG=str(conf_stamped)), lowlevel=plain),
                    "floor": ocitest.Runtime("floor", [floor], root, env=stamp_env, lowlevel=plain)}
+        # The compared build reads the same config at a path of its own: the
+        # fast path keeps one record per config path, and two builds whose
+        # records differ (a new record format) would each replace the
+        # other's on every call, neither running as it runs on a node.
+        compare_env = {}
         if a.compare:
+            for name, runner, own in (("wrapper", wrapped, conf), ("stamped", stamped["wrapper"], conf_stamped)):
+                copy = own.with_name("compare-" + own.name)
+                copy.write_text(own.read_text())
+                compare_env[name] = dict(runner.env, GPUSLICE_CONFIG=str(copy))
             stamped["compare"] = ocitest.Runtime("compare", [os.path.abspath(a.compare)], root,
-                                                 env=stamped["wrapper"].env, lowlevel=plain)
+                                                 env=compare_env["stamped"], lowlevel=plain)
 
         scenarios = ["none", "devices", "limits"] if a.scenario == "all" else [a.scenario]
         print(f"# {shlex.join([sys.executable, *sys.argv])}")
@@ -377,8 +386,8 @@ def main() -> int:
         for sc in scenarios:
             runners = {"plain": plain, "wrapper": wrapped, "floor": floored}
             if a.compare:
-                runners["compare"] = ocitest.Runtime("compare", [os.path.abspath(a.compare)], root, env=wrapped.env,
-                                                     lowlevel=plain)
+                runners["compare"] = ocitest.Runtime("compare", [os.path.abspath(a.compare)], root,
+                                                     env=compare_env["wrapper"], lowlevel=plain)
             bundles = {name: ocitest.Bundle(tmp / f"{sc}-{name}", template, rootfs) for name in runners}
             configs = {}
             for name, b in bundles.items():

@@ -18,6 +18,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace gpuslice;
@@ -25,15 +26,22 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double median_us(int runs, const std::function<void()> &fn) {
-  std::vector<double> t;
-  for (int i = 0; i < runs; ++i) {
-    auto a = Clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double, std::micro>(Clock::now() - a).count());
-  }
+double elapsed_us(const std::function<void()> &fn) {
+  const auto a = Clock::now();
+  fn();
+  return std::chrono::duration<double, std::micro>(Clock::now() - a).count();
+}
+
+double median(std::vector<double> t) {
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+double median_us(int runs, const std::function<void()> &fn) {
+  std::vector<double> t;
+  for (int i = 0; i < runs; ++i)
+    t.push_back(elapsed_us(fn));
+  return median(std::move(t));
 }
 
 std::string json_spec(int file) {
@@ -177,11 +185,6 @@ int main(int argc, char **argv) {
   // parser after the depth pass it needed before, interleaved, each first
   // every other time.
   std::vector<double> ours_us, theirs_us;
-  const auto time_us = [](const std::function<void()> &fn) {
-    auto a = Clock::now();
-    fn();
-    return std::chrono::duration<double, std::micro>(Clock::now() - a).count();
-  };
   const auto ours = [&] {
     if (parse_json<cdi::OciSpec>(config).empty())
       std::abort();
@@ -193,16 +196,14 @@ int main(int argc, char **argv) {
   };
   for (int i = 0; i < kInjects; ++i) {
     if (i % 2) {
-      ours_us.push_back(time_us(ours));
-      theirs_us.push_back(time_us(theirs));
+      ours_us.push_back(elapsed_us(ours));
+      theirs_us.push_back(elapsed_us(theirs));
     } else {
-      theirs_us.push_back(time_us(theirs));
-      ours_us.push_back(time_us(ours));
+      theirs_us.push_back(elapsed_us(theirs));
+      ours_us.push_back(elapsed_us(ours));
     }
   }
-  std::sort(ours_us.begin(), ours_us.end());
-  std::sort(theirs_us.begin(), theirs_us.end());
-  const double parse_ours_us = ours_us[ours_us.size() / 2], parse_theirs_us = theirs_us[theirs_us.size() / 2];
+  const double parse_ours_us = median(ours_us), parse_theirs_us = median(theirs_us);
 
   // A create's load: the one spec of the kind asked for, a node's driver
   // spec, parsed (no cache) and from a cache filled by the load before.

@@ -397,10 +397,7 @@ Spec parse_spec(std::string_view text) {
     try {
       j = json::parse(text, strict);
     } catch (const json::exception &e) { // parse_error, or out_of_range for a huge number
-      std::string what = e.what();
-      if (auto pos = what.find("] "); pos != std::string::npos)
-        what.erase(0, pos + 2);
-      throw Error("invalid JSON: " + what);
+      throw Error("invalid JSON: " + json_detail::reason(e.what()));
     }
     return Decoder{false}.spec(j);
   }

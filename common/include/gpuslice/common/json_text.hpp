@@ -94,13 +94,13 @@ public:
   Json take() { return std::move(document_); }
 
 private:
+  using Members = std::vector<std::pair<string_t, Json>>;
   struct Level {
     bool object = false;
     string_t key;
-    std::vector<std::pair<string_t, Json>> members;
+    Members members;
     typename Json::array_t elements;
   };
-  using Members = std::vector<std::pair<string_t, Json>>;
 
   bool open(bool object) {
     if (depth_ == max_depth_)

@@ -247,7 +247,7 @@ int main(int argc, char **argv) {
   std::printf("%-44s %10.2f us   (%.1f KB of YAML; raw read: %.2f us)\n", "create's load of a driver spec, parsed",
               node_parsed_us, driver.size() / 1024.0, node_read_us);
   std::printf("%-44s %10.2f us   (%.1fx faster%s)\n", "create's load of a driver spec, spec cache", node_cached_us,
-              node_parsed_us / node_cached_us, cdi::own_build_id().empty() ? "; NO BUILD ID: cache off" : "");
+              node_parsed_us / node_cached_us, own_build_id().empty() ? "; NO BUILD ID: cache off" : "");
   const bool ok = load_us < 150000 && refresh_us < 1000 && inject_only_us < 1000;
   std::printf("%s\n", ok ? "all targets met" : "TARGET MISSED");
   return ok ? 0 : 1;

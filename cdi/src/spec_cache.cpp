@@ -1,18 +1,16 @@
-// spec_cache.hpp says what an entry is and why it may be trusted. The
-// encoding is native-endian and private to one build (the build id is in
-// every entry), so it needs no versioning beyond kMagic; what it must be is
-// exact: the decoder takes a byte it does not expect as a miss.
+// spec_cache.hpp says what an entry is and why it may be trusted; the
+// encoding is common/byte_codec.hpp's, private to one build (the build id is
+// in every entry), so it needs no versioning beyond kMagic.
 #include "gpuslice/cdi/spec_cache.hpp"
 
 #include "gpuslice/cdi/parse.hpp"
+#include "gpuslice/common/byte_codec.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fd.hpp"
 #include "gpuslice/common/fs.hpp"
 
 #include <dirent.h>
-#include <elf.h>
 #include <fcntl.h>
-#include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,113 +50,8 @@ namespace {
 constexpr std::string_view kMagic = "gpuslice-cdi-cache 1\n";
 constexpr const char *kPrunedMarker = ".pruned";
 
-class Writer {
-public:
-  std::string out;
-
-  void operator()(const std::string &s) {
-    size(s.size());
-    out += s;
-  }
-  void operator()(std::string &s) { (*this)(std::as_const(s)); }
-  void operator()(int64_t v) { raw(&v, sizeof v); }
-  void operator()(uint32_t v) { raw(&v, sizeof v); }
-  void operator()(bool b) { out += b ? '\1' : '\0'; }
-  template <class T> void operator()(std::optional<T> &o) {
-    (*this)(o.has_value());
-    if (o)
-      (*this)(*o);
-  }
-  template <class T> void operator()(std::vector<T> &v) {
-    size(v.size());
-    for (auto &e : v)
-      (*this)(e);
-  }
-  void operator()(Annotations &m) {
-    size(m.size());
-    for (auto &[key, value] : m)
-      (*this)(key), (*this)(value);
-  }
-  template <class S> void operator()(S &s) { fields(*this, s); }
-
-private:
-  void raw(const void *p, std::size_t n) { out.append(static_cast<const char *>(p), n); }
-  void size(std::size_t n) { (*this)(static_cast<uint32_t>(n)); }
-};
-
-class Reader {
-public:
-  explicit Reader(std::string_view in) : in_(in) {}
-  bool ok() const { return ok_; }
-  bool at_end() const { return ok_ && in_.empty(); }
-
-  // The next string, not copied (empty once anything failed).
-  std::string_view view() {
-    const uint32_t n = count();
-    const std::string_view s = ok_ ? in_.substr(0, n) : std::string_view();
-    in_.remove_prefix(s.size());
-    return s;
-  }
-  void operator()(std::string &s) { s = view(); }
-  void operator()(int64_t &v) { raw(&v, sizeof v); }
-  void operator()(uint32_t &v) { raw(&v, sizeof v); }
-  void operator()(bool &b) {
-    uint8_t c = 0;
-    raw(&c, 1);
-    ok_ = ok_ && c <= 1;
-    b = c == 1;
-  }
-  template <class T> void operator()(std::optional<T> &o) {
-    bool present = false;
-    (*this)(present);
-    o.reset();
-    if (present && ok_)
-      (*this)(o.emplace());
-  }
-  template <class T> void operator()(std::vector<T> &v) {
-    const uint32_t n = count();
-    v.clear();
-    v.reserve(n);
-    for (uint32_t i = 0; i < n && ok_; ++i)
-      (*this)(v.emplace_back());
-  }
-  void operator()(Annotations &m) {
-    const uint32_t n = count();
-    m.clear();
-    for (uint32_t i = 0; i < n && ok_; ++i) {
-      std::string key(view());
-      std::string value(view());
-      ok_ = ok_ && m.emplace(std::move(key), std::move(value)).second;
-    }
-  }
-  template <class S> void operator()(S &s) { fields(*this, s); }
-
-private:
-  void raw(void *p, std::size_t n) {
-    if (!ok_ || in_.size() < n) {
-      ok_ = false;
-      return;
-    }
-    std::memcpy(p, in_.data(), n);
-    in_.remove_prefix(n);
-  }
-  // A length or element count: every byte or element takes at least one
-  // byte, so a count beyond what is left is a lie, not an allocation.
-  uint32_t count() {
-    uint32_t n = 0;
-    raw(&n, sizeof n);
-    if (n > in_.size())
-      ok_ = false;
-    return ok_ ? n : 0;
-  }
-
-  std::string_view in_;
-  bool ok_ = true;
-};
-
-// The writer never writes through its arguments; fields() is one list for
-// both directions, so it takes them as mutable.
-void encode_into(Writer &w, const Spec &spec) { w(const_cast<Spec &>(spec)); }
+using bytes::Reader;
+using bytes::Writer;
 
 // An entry: the magic, the build id, the spec's text, the spec.
 std::string entry_bytes(const std::string &build_id, std::string_view text, const Spec &spec) {
@@ -166,7 +59,7 @@ std::string entry_bytes(const std::string &build_id, std::string_view text, cons
   w.out = kMagic;
   w(build_id);
   w(std::string(text));
-  encode_into(w, spec);
+  w.encode(spec);
   return w.out;
 }
 
@@ -176,59 +69,15 @@ constexpr std::size_t kMaxEntrySize = 5 * kMaxSpecSize;
 
 bool private_to_us(const struct stat &st) { return st.st_uid == ::geteuid() && (st.st_mode & 022) == 0; }
 
-int build_id_note(struct dl_phdr_info *info, size_t, void *data) {
-  auto &out = *static_cast<std::string *>(data);
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_NOTE)
-      continue;
-    const char *p = reinterpret_cast<const char *>(info->dlpi_addr + ph.p_vaddr);
-    const char *end = p + ph.p_memsz;
-    while (p + sizeof(ElfW(Nhdr)) <= end) {
-      ElfW(Nhdr) note;
-      std::memcpy(&note, p, sizeof note);
-      const char *name = p + sizeof note;
-      const char *desc = name + ((note.n_namesz + 3) & ~3u);
-      const char *next = desc + ((note.n_descsz + 3) & ~3u);
-      if (next > end)
-        break;
-      if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
-        static constexpr char hex[] = "0123456789abcdef";
-        for (uint32_t k = 0; k < note.n_descsz; ++k)
-          out += hex[static_cast<uint8_t>(desc[k]) >> 4], out += hex[static_cast<uint8_t>(desc[k]) & 15];
-        return 1;
-      }
-      p = next;
-    }
-  }
-  return 1; // the first object is the program: its id or none
-}
-
 } // namespace
 
 std::string encode_spec(const Spec &spec) {
   Writer w;
-  encode_into(w, spec);
+  w.encode(spec);
   return w.out;
 }
 
-std::optional<Spec> decode_spec(std::string_view bytes) {
-  Reader r(bytes);
-  Spec spec;
-  r(spec);
-  if (!r.at_end())
-    return std::nullopt;
-  return spec;
-}
-
-const std::string &own_build_id() {
-  static const std::string id = [] {
-    std::string out;
-    ::dl_iterate_phdr(build_id_note, &out);
-    return out;
-  }();
-  return id;
-}
+std::optional<Spec> decode_spec(std::string_view bytes) { return Reader(bytes).decode_rest<Spec>(); }
 
 std::string SpecCache::entry_name(std::string_view text) const {
   // Only a name: a lookup compares the build id and the whole text. The
@@ -300,11 +149,7 @@ std::optional<Spec> SpecCache::find(std::string_view text) const {
   Reader r(in.substr(kMagic.size()));
   if (r.view() != build_id_ || r.view() != text || !r.ok())
     return std::nullopt;
-  Spec spec;
-  r(spec);
-  if (!r.at_end())
-    return std::nullopt;
-  return spec;
+  return r.decode_rest<Spec>();
 }
 
 void SpecCache::store(std::string_view text, const Spec &spec) const {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include "gpuslice/cdi/spec.hpp"
+#include "gpuslice/common/build_id.hpp"
 
 #include <mutex>
 #include <optional>
@@ -32,10 +33,6 @@ inline constexpr const char *kDefaultSpecCacheDir = "/run/gpuslice/cdi-cache";
 // when the bytes are not exactly one encoded spec.
 std::string encode_spec(const Spec &spec);
 std::optional<Spec> decode_spec(std::string_view bytes);
-
-// The running binary's build id (its NT_GNU_BUILD_ID note) in hex; empty
-// when it has none, and the cache is then off.
-const std::string &own_build_id();
 
 class SpecCache {
 public:

@@ -100,7 +100,12 @@ int run(shim::CommandLine &cl) {
                                   : std::nullopt;
     else
       config_text = read_config_text(config_file);
-    config = config_text ? parse_config(*config_text, config_file) : Config{};
+    // What this build made of the very same bytes before, kept in the
+    // record the entry found matching them: a create need not parse them.
+    std::optional<Config> kept;
+    if (config_handed && config_text && handed.config_parsed)
+      kept = shim::config_from_snapshot(std::string_view(handed.config_parsed, handed.config_parsed_size));
+    config = kept ? std::move(*kept) : config_text ? parse_config(*config_text, config_file) : Config{};
     config_read = true;
   } catch (const Error &e) {
     // delete, kill and state must keep working with a broken config, or
@@ -118,7 +123,7 @@ int run(shim::CommandLine &cl) {
   // What the next calls' fast path (shim/fast_path/) may rely on.
   if (config_read)
     shim::save_fast_path_record(config_file, config_text, runtime, config.state_dir, shim::create_triggers(config),
-                                GPUSLICE_FAST_PATH_DIR,
+                                config_text ? shim::config_snapshot(config) : std::nullopt, GPUSLICE_FAST_PATH_DIR,
                                 config_handed && handed.record
                                     ? std::optional<std::string_view>(std::in_place, handed.record, handed.record_size)
                                     : std::nullopt);

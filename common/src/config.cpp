@@ -1,5 +1,6 @@
 #include "gpuslice/common/config.hpp"
 
+#include "gpuslice/common/byte_codec.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/toml_text.hpp"
@@ -7,11 +8,27 @@
 #include <toml++/toml.h>
 
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
 
 namespace gpuslice {
+
+namespace log {
+template <class Io> void fields(Io &io, Options &o) { io(o.level), io(o.target), io(o.directory); }
+} // namespace log
+
+// Every field of Config, in one list that encode_config and decode_config
+// both walk. A field added to config.hpp goes here too: the round-trip test
+// of a config that sets every key fails until it does.
+template <class Io> void fields(Io &io, Config &c) {
+  io(c.spec_dirs), io(c.annotation_prefixes), io(c.runtimes), io(c.accept_env_requests), io(c.default_kind),
+      io(c.hook_path), io(c.state_dir), io(c.interposer_path), io(c.shim_path), io(c.accept_gpushare_env), io(c.log),
+      io(c.monitor_interval_ms), io(c.monitor_action), io(c.monitor_memory_tolerance), io(c.monitor_nvml_path),
+      io(c.max_containers_per_gpu), io(c.allow_memory_overcommit), io(c.selinux_label),
+      io(c.selinux_shared_file_label), io(c.from_file);
+}
 
 namespace {
 
@@ -86,6 +103,25 @@ int parse_interval_ms(const std::string &text) {
   return static_cast<int>(ms);
 }
 
+// Every table a config file may have, and the keys of each.
+const std::map<std::string, std::set<std::string>> &known_keys() {
+  static const std::map<std::string, std::set<std::string>> keys{
+      {"cdi", {"spec-dirs", "annotation-prefixes"}},
+      {"runtime",
+       {"runtimes", "accept-env-requests", "default-kind", "hook-path", "state-dir", "interposer-path", "shim-path",
+        "accept-gpushare-env"}},
+      {"monitor", {"interval", "action", "memory-tolerance", "nvml-path"}},
+      {"admission", {"max-containers-per-gpu", "allow-memory-overcommit"}},
+      {"log", {"level", "target", "directory"}},
+      {"selinux", {"label", "shared-file-label"}},
+  };
+  return keys;
+}
+
+void reject_unknown(const toml::table &t, const std::string &table_name) {
+  reject_unknown(t, table_name, known_keys().at(table_name));
+}
+
 const toml::table *sub(const toml::table &root, const char *name) {
   const auto *n = root.get(name);
   if (!n)
@@ -108,15 +144,17 @@ Config parse_config(const std::string &toml_text, const std::string &origin) {
     toml::table root;
     root = parse_toml(toml_text, origin);
     Config c;
-    reject_unknown(root, "", {"cdi", "runtime", "monitor", "admission", "log", "selinux"});
+    std::set<std::string> tables;
+    for (const auto &[name, keys] : known_keys())
+      tables.insert(name);
+    reject_unknown(root, "", tables);
     if (const auto *t = sub(root, "cdi")) {
-      reject_unknown(*t, "cdi", {"spec-dirs", "annotation-prefixes"});
+      reject_unknown(*t, "cdi");
       get(*t, "spec-dirs", c.spec_dirs, "cdi");
       get(*t, "annotation-prefixes", c.annotation_prefixes, "cdi");
     }
     if (const auto *t = sub(root, "runtime")) {
-      reject_unknown(*t, "runtime", {"runtimes", "accept-env-requests", "default-kind", "hook-path", "state-dir",
-                                    "interposer-path", "shim-path", "accept-gpushare-env"});
+      reject_unknown(*t, "runtime");
       get(*t, "runtimes", c.runtimes, "runtime");
       get(*t, "accept-env-requests", c.accept_env_requests, "runtime");
       get(*t, "default-kind", c.default_kind, "runtime");
@@ -127,7 +165,7 @@ Config parse_config(const std::string &toml_text, const std::string &origin) {
       get(*t, "accept-gpushare-env", c.accept_gpushare_env, "runtime");
     }
     if (const auto *t = sub(root, "monitor")) {
-      reject_unknown(*t, "monitor", {"interval", "action", "memory-tolerance", "nvml-path"});
+      reject_unknown(*t, "monitor");
       std::string interval;
       get(*t, "interval", interval, "monitor");
       if (t->contains("interval"))
@@ -139,18 +177,18 @@ Config parse_config(const std::string &toml_text, const std::string &origin) {
         throw Error("monitor.action " + quote(c.monitor_action) + " is not one of log, kill, freeze");
     }
     if (const auto *t = sub(root, "admission")) {
-      reject_unknown(*t, "admission", {"max-containers-per-gpu", "allow-memory-overcommit"});
+      reject_unknown(*t, "admission");
       get(*t, "max-containers-per-gpu", c.max_containers_per_gpu, "admission", 0, 1000000);
       get(*t, "allow-memory-overcommit", c.allow_memory_overcommit, "admission");
     }
     if (const auto *t = sub(root, "log")) {
-      reject_unknown(*t, "log", {"level", "target", "directory"});
+      reject_unknown(*t, "log");
       get(*t, "level", c.log.level, "log");
       get(*t, "target", c.log.target, "log");
       get(*t, "directory", c.log.directory, "log");
     }
     if (const auto *t = sub(root, "selinux")) {
-      reject_unknown(*t, "selinux", {"label", "shared-file-label"});
+      reject_unknown(*t, "selinux");
       get(*t, "label", c.selinux_label, "selinux");
       get(*t, "shared-file-label", c.selinux_shared_file_label, "selinux");
     }
@@ -169,6 +207,24 @@ Config parse_config(const std::string &toml_text, const std::string &origin) {
       throw Error("runtime.runtimes must name at least one runtime");
     return c;
   });
+}
+
+std::vector<std::string> config_keys() {
+  std::vector<std::string> out;
+  for (const auto &[table, keys] : known_keys())
+    for (const auto &key : keys)
+      out.push_back(table + "." + key);
+  return out;
+}
+
+std::string encode_config(const Config &config) {
+  bytes::Writer w;
+  w.encode(config);
+  return w.out;
+}
+
+std::optional<Config> decode_config(std::string_view encoded) {
+  return bytes::Reader(encoded).decode_rest<Config>();
 }
 
 namespace {

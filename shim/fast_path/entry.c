@@ -107,7 +107,7 @@ static const char *env_value(char **envp, const char *name) {
  * the ~4 KB a create reads lie in one or two pages, where a buffer each
  * took a page each (a fresh page is a fault and a zeroed page, in a
  * process that has just started). */
-#define RECORD_MAX (GPUSLICE_FAST_PATH_MAX_CONFIG + 8192)
+#define RECORD_MAX (GPUSLICE_FAST_PATH_MAX_RECORD + 1)
 #define SPEC_MAX ((1 << 20) - 1)
 /* The paths it builds go into the arena's free part too (nothing is read
  * into it while one is in use). */
@@ -521,6 +521,8 @@ static void try_fast_path(int argc, char **argv, char **envp, const unsigned lon
     return;
   read_arena.handover.record = record_bytes;
   read_arena.handover.record_size = record_size;
+  read_arena.handover.config_parsed = r.config_parsed;
+  read_arena.handover.config_parsed_size = r.config_parsed_size;
   read_arena.handover.config_path = config_path;
   read_arena.handover.config = config_bytes;
   read_arena.handover.config_size = (size_t)config_len;

@@ -170,6 +170,19 @@ int gpuslice_fp_parse_record(char *buf, size_t len, struct gpuslice_fp_record *o
   for (int i = 0; i < out->create_triggers; ++i)
     if (!(line = take_line(&p, end)) || !*(out->create_trigger[i] = line))
       return -1;
+  if (!(line = take_line(&p, end)) || !(v = after(line, "config-parsed ")))
+    return -1;
+  unsigned long long parsed_size;
+  if (gpuslice_fp_streq(v, "none")) {
+    out->config_parsed = 0;
+    out->config_parsed_size = 0;
+  } else if (parse_u64(v, '\0', &parsed_size) && parsed_size > 0 && parsed_size <= (unsigned long long)(end - p)) {
+    out->config_parsed = p;
+    out->config_parsed_size = (size_t)parsed_size;
+    p += parsed_size;
+  } else {
+    return -1;
+  }
   if (!(line = take_line(&p, end)) || !(v = after(line, "config-bytes ")))
     return -1;
   out->config = p;

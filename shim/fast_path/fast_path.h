@@ -28,10 +28,13 @@ extern "C" {
 /* Where the full program keeps its records, one per config path (its
  * FNV-1a name below): root's, on /run so that a boot forgets them. */
 #define GPUSLICE_FAST_PATH_DIR "/run/gpuslice/runtime-fast-path"
-#define GPUSLICE_FAST_PATH_MAGIC "gpuslice-runtime fast path 2\n"
+#define GPUSLICE_FAST_PATH_MAGIC "gpuslice-runtime fast path 3\n"
 /* The largest config file whose bytes a record holds; a larger one always
  * takes the full program. */
 #define GPUSLICE_FAST_PATH_MAX_CONFIG 16384
+/* The largest record the entry reads; the full program leaves the parsed
+ * config out of one that would be larger. */
+#define GPUSLICE_FAST_PATH_MAX_RECORD (GPUSLICE_FAST_PATH_MAX_CONFIG + 8191)
 /* More arguments than this: the full program (it bounds the stats). */
 #define GPUSLICE_FAST_PATH_MAX_ARGS 64
 
@@ -104,12 +107,18 @@ struct gpuslice_fp_record {
    * requests and limits); -1 triggers: every create is the full program's. */
   int create_triggers;
   const char *create_trigger[GPUSLICE_FP_MAX_CREATE_TRIGGERS];
+  /* What the full program made of the config's bytes, in its own private
+   * encoding (shim::config_snapshot), config_parsed_size bytes, not
+   * NUL-terminated; NULL: none. The entry only hands it over. */
+  const char *config_parsed;
+  size_t config_parsed_size;
   const char *config;      /* its bytes, config_size of them */
   size_t config_size;
 };
 
-/* Parses buf[0..len) (modified in place; buf[len] must be writable). 0 on
- * success, -1 on anything not exactly the format fast_path_cache writes. */
+/* Parses buf[0..len) (modified in place, but for the parsed config's bytes;
+ * buf[len] must be writable). 0 on success, -1 on anything not exactly the
+ * format fast_path_cache writes. */
 int gpuslice_fp_parse_record(char *buf, size_t len, struct gpuslice_fp_record *out);
 
 /* Whether the record was written for this config path, these config bytes
@@ -143,6 +152,8 @@ struct gpuslice_fp_handover {
   size_t config_size;
   const char *record;      /* NULL: not kept (a verb other than create or run) */
   size_t record_size;
+  const char *config_parsed; /* the record's; NULL: none */
+  size_t config_parsed_size;
   const char *spec_path;   /* "BUNDLE/config.json" as the entry opened it; NULL: not read */
   const char *spec;
   size_t spec_size;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "../fast_path/fast_path.h"
+#include "gpuslice/common/byte_codec.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/fd.hpp"
@@ -40,6 +41,21 @@ std::optional<std::string> read_record(int dir, const std::string &name, std::si
 
 } // namespace
 
+std::optional<std::string> config_snapshot(const Config &config, const std::string &build_id) {
+  if (build_id.empty())
+    return std::nullopt;
+  bytes::Writer w;
+  w(build_id);
+  return w.out + encode_config(config);
+}
+
+std::optional<Config> config_from_snapshot(std::string_view snapshot, const std::string &build_id) {
+  bytes::Reader r(snapshot);
+  if (build_id.empty() || r.view() != build_id || !r.ok())
+    return std::nullopt;
+  return decode_config(r.rest());
+}
+
 std::optional<std::string> fast_path_record(const FastPathFacts &f) {
   const std::string state_dir = fs::is_absolute(f.state_dir) ? fs::clean_path(f.state_dir) : std::string();
   if (!fs::is_absolute(f.config_path) || !fs::is_absolute(f.runtime) || state_dir.empty() ||
@@ -62,14 +78,21 @@ std::optional<std::string> fast_path_record(const FastPathFacts &f) {
   if (usable)
     for (const auto &t : *triggers)
       r += t + "\n";
-  r += f.config_text ? "config-bytes " + std::to_string(f.config_text->size()) + "\n" + *f.config_text
-                     : std::string("config-bytes absent\n");
-  return r;
+  const std::string config = f.config_text ? "config-bytes " + std::to_string(f.config_text->size()) + "\n" + *f.config_text
+                                            : std::string("config-bytes absent\n");
+  const std::size_t parsed_size = f.config_parsed ? f.config_parsed->size() : 0;
+  const std::string parsed_line = "config-parsed " + std::to_string(parsed_size) + "\n";
+  if (parsed_size > 0 && r.size() + parsed_line.size() + parsed_size + config.size() <= GPUSLICE_FAST_PATH_MAX_RECORD)
+    r += parsed_line + *f.config_parsed;
+  else
+    r += "config-parsed none\n";
+  return r + config;
 }
 
 void save_fast_path_record(const std::string &config_path, const std::optional<std::string> &config_text,
                            const std::string &runtime, const std::string &state_dir,
-                           const std::vector<std::string> &create_triggers, const std::string &dir,
+                           const std::vector<std::string> &create_triggers,
+                           const std::optional<std::string> &config_parsed, const std::string &dir,
                            std::optional<std::string_view> on_disk) {
   if (::geteuid() != 0)
     return;
@@ -77,7 +100,7 @@ void save_fast_path_record(const std::string &config_path, const std::optional<s
   if (::stat(runtime.c_str(), &st) != 0)
     return;
   FastPathFacts facts{config_path, config_text, std::nullopt, runtime, major(st.st_dev), minor(st.st_dev),
-                      st.st_ino, state_dir, create_triggers};
+                      st.st_ino, state_dir, create_triggers, config_parsed};
   if (const char *path = std::getenv("PATH"))
     facts.path_env = path;
   const auto record = fast_path_record(facts);

@@ -110,7 +110,8 @@ def test_container_without_request_starts_and_ends_on_the_fast_path(gpuslice_run
     assert (st.st_uid, st.st_mode & 0o777) == (0, 0o600)
     config = Path(rt.env["GPUSLICE_CONFIG"]).read_bytes()
     record = fresh_record.read_bytes()
-    assert record.endswith(b"\nconfig-bytes %d\n" % len(config) + config), record
+    assert record.endswith(b"config-bytes %d\n" % len(config) + config), record
+    assert b"\nconfig-parsed " in record, record  # what the config parsed to, for a create's full program
     assert f"\nruntime {rt.lowlevel.argv[0]}\n".encode() in record, record
     assert f"\nstate-dir {gpuslice_state_dir}\n".encode() in record, record
 
@@ -203,6 +204,34 @@ def test_a_create_with_a_device_reads_its_config_record_and_config_json_once(gpu
     # no record yet: the entry looks for it and stops; the full program reads all three
     assert opens(cid + "-first") == {"config": 1, "record": 2, "config.json": 1}
     assert opens(cid) == {"config": 1, "record": 1, "config.json": 1}
+
+
+def test_a_create_takes_its_config_as_parsed_from_the_record(gpuslice_runtime, fresh_record, bundle, fake_gpu, cid,
+                                                            gpuslice_state_dir):
+    """The record keeps what the full program made of the config's bytes
+    (shim::config_snapshot), and a create with a device takes its config
+    from there instead of parsing the text again: a record whose parsed
+    config names another state dir (which only root could write) puts the
+    container's state there."""
+    rt = gpuslice_runtime
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.write()
+    rt.create(bundle, cid)  # the full program writes the record
+    rt.delete(cid, force=True)
+    record = fresh_record.read_bytes()
+    size, rest = record.split(b"\nconfig-parsed ", 1)[1].split(b"\n", 1)
+    parsed = rest[:int(size)]
+    ours = str(gpuslice_state_dir).encode()
+    other = gpuslice_state_dir.with_name(gpuslice_state_dir.name[:-1] + "X")  # as long: the size holds
+    assert parsed.count(ours) == 1 and not other.exists()
+    fresh_record.write_bytes(record.replace(b"config-parsed %s\n%s" % (size, parsed),
+                                            b"config-parsed %s\n%s" % (size, parsed.replace(ours, str(other).encode()))))
+    second = cid + "-2"
+    rt.create(bundle, second)
+    assert (other / "containers" / second / "cdi-env").exists()
+    assert not (gpuslice_state_dir / "containers" / second).exists()
+    rt.delete(second, force=True)
+    assert not (other / "containers" / second).exists()
 
 
 def test_containers_with_state_or_a_monitor_are_left_to_the_full_program(gpuslice_runtime, fresh_record, bundle,

@@ -12,6 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <map>
+#include <set>
+
 using namespace gpuslice;
 
 TEST_CASE("error context is prepended at each layer", "[common]") {
@@ -191,6 +194,98 @@ TEST_CASE("docs/config.md documents every key with its real default", "[common][
   CHECK(documented.log.level == defaults.log.level);
   CHECK(documented.log.target == defaults.log.target);
   CHECK(documented.log.directory == defaults.log.directory);
+  const auto keys = config_keys();
+  CHECK(documented.from_file == std::set<std::string>(keys.begin(), keys.end()));
+}
+
+namespace {
+
+// Every key of the config, each set to a value that is not its default.
+const std::vector<std::pair<std::string, std::string>> &every_key() {
+  static const std::vector<std::pair<std::string, std::string>> keys = {
+      {"cdi", "spec-dirs = [\"/x/cdi\", \"/y/cdi\"]"},
+      {"cdi", "annotation-prefixes = [\"a.example/\", \"b.example/\"]"},
+      {"runtime", "runtimes = [\"crun\"]"},
+      {"runtime", "accept-env-requests = true"},
+      {"runtime", "default-kind = \"x.example/gpu\""},
+      {"runtime", "hook-path = \"/opt/hook\""},
+      {"runtime", "state-dir = \"/run/other\""},
+      {"runtime", "interposer-path = \"/opt/libi.so\""},
+      {"runtime", "shim-path = \"/opt/shim\""},
+      {"runtime", "accept-gpushare-env = true"},
+      {"monitor", "interval = \"250ms\""},
+      {"monitor", "action = \"kill\""},
+      {"monitor", "memory-tolerance = \"64MiB\""},
+      {"monitor", "nvml-path = \"/opt/libnvml.so\""},
+      {"admission", "max-containers-per-gpu = 3"},
+      {"admission", "allow-memory-overcommit = true"},
+      {"log", "level = \"debug\""},
+      {"log", "target = \"stderr\""},
+      {"log", "directory = \"/var/log/x\""},
+      {"selinux", "label = \"on\""},
+      {"selinux", "shared-file-label = \"system_u:object_r:x_t:s0\""},
+  };
+  return keys;
+}
+
+// The config text of every_key(), but for the key at `skip`.
+std::string every_key_but(std::size_t skip) {
+  std::map<std::string, std::string> tables;
+  for (std::size_t i = 0; i < every_key().size(); ++i)
+    if (i != skip)
+      tables[every_key()[i].first] += every_key()[i].second + "\n";
+  std::string text;
+  for (const auto &[table, body] : tables)
+    text += "[" + table + "]\n" + body;
+  return text;
+}
+
+} // namespace
+
+TEST_CASE("config: what a config parsed to comes back whole from its bytes, and only from exactly those",
+          "[common][config]") {
+  const Config all = parse_config(every_key_but(std::string::npos), "every key");
+  const auto keys = config_keys();
+  REQUIRE(all.from_file == std::set<std::string>(keys.begin(), keys.end()));
+  // Each key's value is not its default: a field encode_config forgot
+  // would come back as its default, and differ.
+  for (std::size_t i = 0; i < every_key().size(); ++i) {
+    INFO(every_key()[i].second);
+    Config without = parse_config(every_key_but(i), "every key but one");
+    without.from_file = all.from_file;
+    CHECK(without != all);
+  }
+  const std::string bytes = encode_config(all);
+  const auto back = decode_config(bytes);
+  REQUIRE(back);
+  CHECK(*back == all);
+  CHECK(decode_config(encode_config(Config{})) == Config{});
+  CHECK(encode_config(Config{}) != bytes);
+
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    INFO("cut at " << n);
+    CHECK_FALSE(decode_config(bytes.substr(0, n)));
+  }
+  CHECK_FALSE(decode_config(bytes + '\0'));
+  // Any byte changed (a count beyond the bytes, a bool neither 0 nor 1, a
+  // letter) is refused or reads as another config: no byte goes unread.
+  int refused = 0;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    std::string b = bytes;
+    b[i] = static_cast<char>(b[i] == '\x02' ? 0x03 : 0x02);
+    const auto other = decode_config(b);
+    refused += !other;
+    INFO("byte " << i);
+    CHECK(other != all);
+  }
+  CHECK(refused > 20); // the counts and bools among them
+  // A key of from_file twice: the writer, walking a set, never wrote one.
+  Config two;
+  two.from_file = {"log.aaa", "log.bbb"};
+  std::string dup = encode_config(two);
+  REQUIRE(decode_config(dup) == two);
+  dup.replace(dup.find("log.bbb"), 7, "log.aaa");
+  CHECK_FALSE(decode_config(dup));
 }
 
 TEST_CASE("the installed config file: every key commented out, each one the documented value", "[common][config]") {

@@ -39,6 +39,7 @@ FastPathFacts sample_facts() {
   f.runtime_ino = 1234567;
   f.state_dir = "/run/gpuslice/";
   f.create_triggers = std::vector<std::string>{"cdi.k8s.io/", "GPUSLICE_MEMORY_LIMIT"};
+  f.config_parsed = std::string("parsed\n\0config-bytes 1\n", 24); // bytes the entry skips, lines or not
   return f;
 }
 
@@ -146,6 +147,8 @@ TEST_CASE("fast path: reads back the record the full program writes", "[fast-pat
   REQUIRE(p.r.create_triggers == 2);
   CHECK(std::string(p.r.create_trigger[0]) == "cdi.k8s.io/");
   CHECK(std::string(p.r.create_trigger[1]) == "GPUSLICE_MEMORY_LIMIT");
+  REQUIRE(p.r.config_parsed != nullptr);
+  CHECK(std::string(p.r.config_parsed, p.r.config_parsed_size) == *facts.config_parsed);
 
   CHECK(matches(p.r, facts.config_path, facts.config_text, "/usr/sbin:/usr/bin"));
   // Anything else the full program would read differently: no match.
@@ -203,6 +206,20 @@ TEST_CASE("fast path: no record for what it could not compare or use", "[fast-pa
       {"a newline in one", std::vector<std::string>{"cdi.k8s.io/\nGPUSLICE_"}},
       {"too many", std::vector<std::string>(GPUSLICE_FP_MAX_CREATE_TRIGGERS + 1, "x")},
   };
+  // a parsed config that would make the record too large for the entry: left out
+  f = sample_facts();
+  f.config_text = std::string(GPUSLICE_FAST_PATH_MAX_CONFIG, '#');
+  f.config_parsed = std::string(8000, 'p');
+  auto large = fast_path_record(f);
+  REQUIRE(large);
+  CHECK(large->size() <= GPUSLICE_FAST_PATH_MAX_RECORD);
+  CHECK(large->find("config-parsed none\n") != std::string::npos);
+  CHECK(parse_record(*large).rc == 0);
+  f.config_text = std::string(GPUSLICE_FAST_PATH_MAX_CONFIG - 8000, '#');
+  large = fast_path_record(f);
+  REQUIRE(large);
+  CHECK(large->find("config-parsed 8000\n") != std::string::npos);
+  CHECK(parse_record(*large).r.config_parsed_size == 8000);
   for (const auto &[what, triggers] : no_create) {
     INFO(what);
     f = sample_facts();
@@ -211,6 +228,22 @@ TEST_CASE("fast path: no record for what it could not compare or use", "[fast-pa
     CHECK(p.rc == 0);
     CHECK(p.r.create_triggers == -1);
   }
+}
+
+TEST_CASE("fast path: the parsed config is taken back only from this very build's snapshot", "[fast-path]") {
+  const Config c = parse_config("[runtime]\nstate-dir = \"/run/x\"\n[log]\nlevel = \"warn\"\n", "x");
+  const auto snapshot = config_snapshot(c, "0123abcd");
+  REQUIRE(snapshot);
+  CHECK(config_from_snapshot(*snapshot, "0123abcd") == c);
+  CHECK_FALSE(config_from_snapshot(*snapshot, "0123abce")); // another build's
+  CHECK_FALSE(config_from_snapshot(*snapshot, ""));
+  CHECK_FALSE(config_snapshot(c, "")); // no build id: nothing another build could not have written
+  CHECK_FALSE(config_from_snapshot(snapshot->substr(0, snapshot->size() - 1), "0123abcd"));
+  CHECK_FALSE(config_from_snapshot(*snapshot + "x", "0123abcd"));
+  CHECK_FALSE(config_from_snapshot("", "0123abcd"));
+  // The running binary's own id by default.
+  REQUIRE_FALSE(own_build_id().empty());
+  CHECK(config_from_snapshot(*config_snapshot(c)) == c);
 }
 
 TEST_CASE("fast path: any record not exactly as written is refused", "[fast-path]") {
@@ -227,7 +260,7 @@ TEST_CASE("fast path: any record not exactly as written is refused", "[fast-path
     REQUIRE(at != std::string::npos);
     return s.replace(at, from.size(), to);
   };
-  CHECK(parse_record(replaced("fast path 2", "fast path 1")).rc == -1); // an older gpuslice's
+  CHECK(parse_record(replaced("fast path 3", "fast path 2")).rc == -1); // an older gpuslice's
   CHECK(parse_record(replaced("create-triggers 2\n", "create-triggers 3\n")).rc == -1);
   CHECK(parse_record(replaced("create-triggers 2\n", "create-triggers 02\n")).rc == -1);
   CHECK(parse_record(replaced("create-triggers 2\ncdi.k8s.io/\n", "create-triggers 2\n\n")).rc == -1);
@@ -245,6 +278,14 @@ TEST_CASE("fast path: any record not exactly as written is refused", "[fast-path
   CHECK(parse_record(replaced("PATH=", "PATH ")).rc == -1);
   CHECK(parse_record(replaced("config-bytes 30", "config-bytes 29")).rc == -1);
   CHECK(parse_record(replaced("config-bytes 30", "config-bytes absent")).rc == -1);
+  CHECK(parse_record(replaced("config-parsed 24\n", "config-parsed 23\n")).rc == -1);
+  CHECK(parse_record(replaced("config-parsed 24\n", "config-parsed 25\n")).rc == -1);
+  CHECK(parse_record(replaced("config-parsed 24\n", "config-parsed 024\n")).rc == -1);
+  CHECK(parse_record(replaced("config-parsed 24\n", "config-parsed 99999\n")).rc == -1);
+  CHECK(parse_record(replaced("config-parsed 24\n" + *sample_facts().config_parsed, "config-parsed 0\n")).rc == -1);
+  const auto none = parse_record(replaced("config-parsed 24\n" + *sample_facts().config_parsed, "config-parsed none\n"));
+  CHECK(none.rc == 0);
+  CHECK(none.r.config_parsed == nullptr);
   std::mt19937 rng(11);
   for (int i = 0; i < 5000; ++i) { // never a crash or a read past the end
     std::string s = good;
@@ -487,20 +528,23 @@ TEST_CASE("fast path: the record the entry handed over spares reading it again, 
   gpuslice_fp_record_name(config_path.c_str(), name);
   const std::string file = dir + "/" + name;
 
-  save_fast_path_record(config_path, text, "/bin/true", "/run/gpuslice", triggers, dir);
+  const auto parsed = config_snapshot(parse_config(*text, config_path));
+  save_fast_path_record(config_path, text, "/bin/true", "/run/gpuslice", triggers, parsed, dir);
   const std::string record = fs::read_file(file);
   CHECK(record.rfind(GPUSLICE_FAST_PATH_MAGIC, 0) == 0);
+  REQUIRE(parsed);
+  CHECK(record.find(*parsed) != std::string::npos);
 
   // Handed over as it is: nothing to do, not even a look at the dir.
   std::filesystem::remove_all(dir);
-  save_fast_path_record(config_path, text, "/bin/true", "/run/gpuslice", triggers, dir, record);
+  save_fast_path_record(config_path, text, "/bin/true", "/run/gpuslice", triggers, parsed, dir, record);
   CHECK_FALSE(std::filesystem::exists(dir));
   // Handed over stale (another state dir then): written again, as it is now.
-  save_fast_path_record(config_path, text, "/bin/true", "/run/gpuslice", triggers, dir,
+  save_fast_path_record(config_path, text, "/bin/true", "/run/gpuslice", triggers, parsed, dir,
                         std::string_view(record).substr(0, record.size() / 2));
   CHECK(fs::read_file(file) == record);
   // Without a hand-over it is read and compared: a different one on disk is replaced.
   fs::write_file_atomic(file, "stale", 0600);
-  save_fast_path_record(config_path, text, "/bin/true", "/run/gpuslice", triggers, dir);
+  save_fast_path_record(config_path, text, "/bin/true", "/run/gpuslice", triggers, parsed, dir);
   CHECK(fs::read_file(file) == record);
 }

@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpuslice {
@@ -48,6 +49,8 @@ struct Config {
   // The keys the config file set ("runtime.hook-path"); the others are the
   // compiled-in defaults above.
   std::set<std::string> from_file;
+
+  bool operator==(const Config &) const = default;
 };
 
 // Path from $GPUSLICE_CONFIG (read with secure_getenv) or the default.
@@ -62,5 +65,15 @@ std::optional<std::string> read_config_text(const std::string &path);
 
 // Loads `path`; a missing file gives the defaults, any other failure throws.
 Config load_config(const std::string &path);
+
+// Every key a config file may set, as "table.key".
+std::vector<std::string> config_keys();
+
+// A config as bytes (common/byte_codec.hpp: native-endian, private to one
+// build), and back; nullopt when `encoded` is not exactly one. For the fast
+// path's record (shim/fast_path_record.hpp), which keeps what this build
+// made of the config's text so that a create need not parse it again.
+std::string encode_config(const Config &config);
+std::optional<Config> decode_config(std::string_view encoded);
 
 } // namespace gpuslice

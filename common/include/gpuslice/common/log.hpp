@@ -13,6 +13,8 @@ struct Options {
   std::string level = "info";          // trace, debug, info, warn, error, off
   std::string target = "file";         // file, syslog, stderr
   std::string directory = "/var/log/gpuslice";
+
+  bool operator==(const Options &) const = default;
 };
 
 // Installs the default spdlog logger for `program`. Never throws: a log file

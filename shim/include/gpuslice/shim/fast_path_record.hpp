@@ -4,6 +4,9 @@
 // so that the entry can exec the runtime without starting the C library.
 #pragma once
 
+#include "gpuslice/common/build_id.hpp"
+#include "gpuslice/common/config.hpp"
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,21 +24,35 @@ struct FastPathFacts {
   // What in a config.json makes the full program look at a create
   // (create_triggers, requests.hpp); nullopt: no create on the fast path.
   std::optional<std::vector<std::string>> create_triggers;
+  // config_snapshot() of what config_text parsed to; nullopt: none kept.
+  std::optional<std::string> config_parsed;
 };
 
+// What this build made of a config, as the record keeps it: this build's
+// id, then encode_config's bytes; nullopt when the binary has no build id
+// (another build could not tell the bytes are not its own).
+std::optional<std::string> config_snapshot(const Config &config, const std::string &build_id = own_build_id());
+// The config in `snapshot`, when this very build wrote it; nullopt for
+// anything else, which the caller then parses from the text.
+std::optional<Config> config_from_snapshot(std::string_view snapshot, const std::string &build_id = own_build_id());
+
 // The record's bytes; nullopt when the fast path could not use one (a
-// relative path, a newline in a value, a config too large to hold).
+// relative path, a newline in a value, a config too large to hold). The
+// parsed config is left out of a record it would make too large for the
+// entry to read.
 std::optional<std::string> fast_path_record(const FastPathFacts &facts);
 
 // Saves the record of this run (the config as read, the runtime found, this
-// process's $PATH) into `dir`, unless the same is there already. Root only.
+// process's $PATH, and `config_parsed`: config_snapshot() of what
+// `config_text` parsed to) into `dir`, unless the same is there already. Root only.
 // Best effort, and silent: the fast path is an optimisation, and a failure
 // here only costs the next calls their speed. `on_disk`: the record's bytes
 // as the entry read them from `dir` moments ago (it checked that the dir
 // and the file are root's alone), which spares reading them again.
 void save_fast_path_record(const std::string &config_path, const std::optional<std::string> &config_text,
                            const std::string &runtime, const std::string &state_dir,
-                           const std::vector<std::string> &create_triggers, const std::string &dir,
+                           const std::vector<std::string> &create_triggers,
+                           const std::optional<std::string> &config_parsed, const std::string &dir,
                            std::optional<std::string_view> on_disk = std::nullopt);
 
 } // namespace gpuslice::shim

@@ -101,7 +101,10 @@ int run(shim::CommandLine &cl) {
     else
       config_text = read_config_text(config_file);
     // What this build made of the very same bytes before, kept in the
-    // record the entry found matching them: a create need not parse them.
+    // record the entry found matching them: no need to parse them again.
+    // It is trusted as the record is (root's alone, and it names the
+    // runtime to exec already): never checked against the text again, and
+    // written back as it is, until the config or this binary changes.
     std::optional<Config> kept;
     if (config_handed && config_text && handed.config_parsed)
       kept = shim::config_from_snapshot(std::string_view(handed.config_parsed, handed.config_parsed_size));

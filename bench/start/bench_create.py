@@ -111,38 +111,39 @@ def run_creates(work: Path, builds: list[str], a: argparse.Namespace) -> None:
     expected = 1 if a.refused else 0
     quiet = [(os.POSIX_SPAWN_OPEN, 2, "/dev/null", os.O_WRONLY, 0)] if a.refused else []  # the refusal, each time
     bundle = work / "bundle"
-    env = {b: {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "GPUSLICE_CONFIG": str(c)} for b, c in zip(builds, configs)}
+    # by index: the very same binary may be given twice, to see the noise
+    envs = [{"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "GPUSLICE_CONFIG": str(c)} for c in configs]
     root = work / "runtime-state"
 
-    def create(build: str, cid: str) -> float:
+    def create(k: int, cid: str) -> float:
+        build, env = builds[k], envs[k]
         (bundle / "config.json").write_bytes(config_json)  # the create rewrites it
         argv = [build, "--root", str(root), "create", "--bundle", str(bundle), cid]
         start = time.perf_counter()
-        pid = os.posix_spawn(build, argv, env[build], file_actions=quiet)
+        pid = os.posix_spawn(build, argv, env, file_actions=quiet)
         _, status = os.waitpid(pid, 0)
         took = time.perf_counter() - start
         if os.waitstatus_to_exitcode(status) != expected:
             raise SystemExit(f"bench_create.py: {shlex.join(argv)} exited {os.waitstatus_to_exitcode(status)}, "
                              f"not {expected}")
-        subprocess.run([build, "--root", str(root), "delete", "--force", cid], env=env[build],
+        subprocess.run([build, "--root", str(root), "delete", "--force", cid], env=env,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         return took
 
     for i in range(a.warmup):
-        for b in builds:
-            create(b, f"warm{i}")
-    times: dict[str, list[float]] = {b: [] for b in builds}
+        for k in range(len(builds)):
+            create(k, f"warm{i}")
+    times: list[list[float]] = [[] for _ in builds]
     shuffle = random.Random(1).shuffle
     for i in range(a.iterations):
-        order = builds[:]
+        order = list(range(len(builds)))
         shuffle(order)
-        for b in order:
-            times[b].append(create(b, f"c{i}"))
-    base = times[builds[0]]
-    for b in builds:
-        paired = statistics.median(x - y for x, y in zip(times[b], base))
-        print(f"create median {statistics.median(times[b]) * 1e3:7.3f} ms  p10 "
-              f"{statistics.quantiles(times[b], n=10)[0] * 1e3:7.3f}  paired vs first {paired * 1e3:+.3f} ms  {b}")
+        for k in order:
+            times[k].append(create(k, f"c{i}"))
+    for b, took in zip(builds, times):
+        paired = statistics.median(x - y for x, y in zip(took, times[0]))
+        print(f"create median {statistics.median(took) * 1e3:7.3f} ms  p10 "
+              f"{statistics.quantiles(took, n=10)[0] * 1e3:7.3f}  paired vs first {paired * 1e3:+.3f} ms  {b}")
 
 
 if __name__ == "__main__":

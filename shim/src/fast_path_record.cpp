@@ -86,7 +86,10 @@ std::optional<std::string> fast_path_record(const FastPathFacts &f) {
     r += parsed_line + *f.config_parsed;
   else
     r += "config-parsed none\n";
-  return r + config;
+  r += config;
+  if (r.size() > GPUSLICE_FAST_PATH_MAX_RECORD) // the entry could never read it
+    return std::nullopt;
+  return r;
 }
 
 void save_fast_path_record(const std::string &config_path, const std::optional<std::string> &config_text,

@@ -111,7 +111,8 @@ def test_container_without_request_starts_and_ends_on_the_fast_path(gpuslice_run
     config = Path(rt.env["GPUSLICE_CONFIG"]).read_bytes()
     record = fresh_record.read_bytes()
     assert record.endswith(b"config-bytes %d\n" % len(config) + config), record
-    assert b"\nconfig-parsed " in record, record  # what the config parsed to, for a create's full program
+    # what the config parsed to, for the calls left to the full program
+    assert b"\nconfig-parsed " in record and b"\nconfig-parsed none\n" not in record, record
     assert f"\nruntime {rt.lowlevel.argv[0]}\n".encode() in record, record
     assert f"\nstate-dir {gpuslice_state_dir}\n".encode() in record, record
 

@@ -206,20 +206,32 @@ TEST_CASE("fast path: no record for what it could not compare or use", "[fast-pa
       {"a newline in one", std::vector<std::string>{"cdi.k8s.io/\nGPUSLICE_"}},
       {"too many", std::vector<std::string>(GPUSLICE_FP_MAX_CREATE_TRIGGERS + 1, "x")},
   };
-  // a parsed config that would make the record too large for the entry: left out
+  // The largest record the entry reads, to the byte: a parsed config that
+  // would make it larger is left out, and a record larger all the same
+  // (a long PATH) is none.
   f = sample_facts();
   f.config_text = std::string(GPUSLICE_FAST_PATH_MAX_CONFIG, '#');
-  f.config_parsed = std::string(8000, 'p');
-  auto large = fast_path_record(f);
-  REQUIRE(large);
-  CHECK(large->size() <= GPUSLICE_FAST_PATH_MAX_RECORD);
-  CHECK(large->find("config-parsed none\n") != std::string::npos);
-  CHECK(parse_record(*large).rc == 0);
-  f.config_text = std::string(GPUSLICE_FAST_PATH_MAX_CONFIG - 8000, '#');
-  large = fast_path_record(f);
-  REQUIRE(large);
-  CHECK(large->find("config-parsed 8000\n") != std::string::npos);
-  CHECK(parse_record(*large).r.config_parsed_size == 8000);
+  f.config_parsed.reset();
+  const std::size_t without = fast_path_record(f)->size(); // with "config-parsed none\n"
+  const std::size_t room = GPUSLICE_FAST_PATH_MAX_RECORD - (without - std::string("config-parsed none\n").size());
+  const std::size_t fits = room - std::string("config-parsed 1234\n").size();
+  REQUIRE(std::to_string(fits).size() == 4);
+  f.config_parsed = std::string(fits, 'p');
+  auto largest = fast_path_record(f);
+  REQUIRE(largest);
+  CHECK(largest->size() == GPUSLICE_FAST_PATH_MAX_RECORD);
+  CHECK(largest->find("config-parsed " + std::to_string(fits) + "\n") != std::string::npos);
+  CHECK(parse_record(*largest).r.config_parsed_size == fits);
+  f.config_parsed = std::string(fits + 1, 'p');
+  largest = fast_path_record(f);
+  REQUIRE(largest);
+  CHECK(largest->find("config-parsed none\n") != std::string::npos);
+  CHECK(parse_record(*largest).rc == 0);
+  f.config_parsed.reset();
+  *f.path_env += std::string(GPUSLICE_FAST_PATH_MAX_RECORD + 1 - without, 'x');
+  CHECK_FALSE(fast_path_record(f)); // one byte too many
+  f.path_env->pop_back();
+  CHECK(fast_path_record(f)->size() == GPUSLICE_FAST_PATH_MAX_RECORD);
   for (const auto &[what, triggers] : no_create) {
     INFO(what);
     f = sample_facts();

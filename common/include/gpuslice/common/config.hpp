@@ -49,6 +49,9 @@ struct Config {
   // The keys the config file set ("runtime.hook-path"); the others are the
   // compiled-in defaults above.
   std::set<std::string> from_file;
+  // A field added here goes into fields() (config.cpp), which the fast
+  // path's record encodes it by, and the key that sets it into
+  // test_common.cpp's every_key(), whose round trip then checks both.
 
   bool operator==(const Config &) const = default;
 };

@@ -37,9 +37,9 @@ std::optional<std::string> config_snapshot(const Config &config, const std::stri
 std::optional<Config> config_from_snapshot(std::string_view snapshot, const std::string &build_id = own_build_id());
 
 // The record's bytes; nullopt when the fast path could not use one (a
-// relative path, a newline in a value, a config too large to hold). The
-// parsed config is left out of a record it would make too large for the
-// entry to read.
+// relative path, a newline in a value, a config too large to hold, a
+// record too large for the entry to read). The parsed config is left out
+// of a record it would make too large.
 std::optional<std::string> fast_path_record(const FastPathFacts &facts);
 
 // Saves the record of this run (the config as read, the runtime found, this

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Compute shares on the fake GPU, measured by the programs themselves.
 #   compute_share.sh GPUSLICE SHARE_TEST STATE_DIR solo API PCT
-#       one process, policy fixed at PCT%, alone on the GPU: gets PCT +- 5
+#       one process, policy fixed at PCT%, alone on the GPU: gets at most
+#       PCT + 5 (the cap: an ungated launch path gets ~100), and at least
+#       PCT - 15 (it measures 29.9-30.4 at 30% on a quiet machine, but the fake
+#       GPU's kernels are a thread spinning on a CPU: on a loaded 2-core CI
+#       machine a run once measured 24.8%, its threads kept off the CPU)
 #   compute_share.sh GPUSLICE SHARE_TEST STATE_DIR pair PCT_A PCT_B [KERNEL_MS [STARVED]]
 #       two "containers" (two gpuslice exec) at PCT_A / PCT_B, policy fixed,
 #       time-sharing one fake GPU (kernels of 1 ms, or KERNEL_MS: longer than
@@ -22,10 +26,10 @@ rm -rf "$state"
 mkdir -p "$state"
 export FAKE_CUDA_GPU_LOCK=$state/gpu.lock
 
-check() { # name measured want
+check() { # name measured want: at most want + tol, at least want - 15
   local ok
-  ok=$(awk -v m="$2" -v w="$3" -v t="$tol" 'BEGIN { d = m - w; if (d < 0) d = -d; print (d <= t) ? 1 : 0 }')
-  echo "$1: measured $2%, wanted $3% +- $tol"
+  ok=$(awk -v m="$2" -v w="$3" -v t="$tol" 'BEGIN { print (m <= w + t && m >= w - 15) ? 1 : 0 }')
+  echo "$1: measured $2%, wanted $3% (at most +$tol, at least -15)"
   [[ $ok == 1 ]]
 }
 share_of() { awk '/^share/ { print $2 }' "$1"; }

@@ -10,6 +10,9 @@ if(GPUSLICE_FUZZ)
     message(FATAL_ERROR "GPUSLICE_FUZZ needs clang (CC=clang CXX=clang++)")
   endif()
   # Every library is built with coverage; the fuzz targets add the driver.
-  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+  # CI runs the unit tests of this build too (ASan+UBSan with clang, and no
+  # second build of every library); no recovery, so that UBSan findings
+  # fail a test or stop a fuzzer.
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all)
   add_link_options(-fsanitize=address,undefined)
 endif()

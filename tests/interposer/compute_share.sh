@@ -21,15 +21,16 @@
 set -euo pipefail
 gs=$1 prog=$2 state=$3 mode=$4
 shift 4
-tol=5
+tol=5     # points over a share: the cap gpuslice enforces
+under=15  # points under a share (see solo and pair above)
 rm -rf "$state"
 mkdir -p "$state"
 export FAKE_CUDA_GPU_LOCK=$state/gpu.lock
 
-check() { # name measured want: at most want + tol, at least want - 15
+check() { # name measured want: at most want + tol, at least want - under
   local ok
-  ok=$(awk -v m="$2" -v w="$3" -v t="$tol" 'BEGIN { print (m <= w + t && m >= w - 15) ? 1 : 0 }')
-  echo "$1: measured $2%, wanted $3% (at most +$tol, at least -15)"
+  ok=$(awk -v m="$2" -v w="$3" -v t="$tol" -v u="$under" 'BEGIN { print (m <= w + t && m >= w - u) ? 1 : 0 }')
+  echo "$1: measured $2%, wanted $3% (at most +$tol, at least -$under)"
   [[ $ok == 1 ]]
 }
 share_of() { awk '/^share/ { print $2 }' "$1"; }
@@ -41,7 +42,7 @@ solo)
   check "$api alone at $pct%" "$(share_of "$state/a.out")" "$pct"
   ;;
 pair)
-  a=$1 b=$2 kernel_ms=${3:-1} starved=${4:-15}
+  a=$1 b=$2 kernel_ms=${3:-1} starved=${4:-$under}
   "$gs" exec --compute-limit "$a" --policy fixed --state-dir "$state/a" -- "$prog" kernel 3 0 "$kernel_ms" >"$state/a.out" &
   pa=$!
   "$gs" exec --compute-limit "$b" --policy fixed --state-dir "$state/b" -- "$prog" kernel 3 0 "$kernel_ms" >"$state/b.out" &
@@ -73,7 +74,7 @@ burst)
   # not fair, see pair)
   near=$(share_of "$state/a.out")
   echo "burst at $pct% next to a busy container: measured $near%, cap $pct%"
-  awk -v m="$near" -v p="$pct" -v t="$tol" 'BEGIN { exit !(m <= p + t && m >= p - 15) }' ||
+  awk -v m="$near" -v p="$pct" -v t="$tol" -v u="$under" 'BEGIN { exit !(m <= p + t && m >= p - u) }' ||
     { echo "burst next to a busy container should be capped at $pct%, not starved"; exit 1; }
   ;;
 esac

@@ -4,8 +4,9 @@
 #       one process, policy fixed at PCT%, alone on the GPU: gets at most
 #       PCT + 5 (the cap: an ungated launch path gets ~100), and at least
 #       PCT - 15 (it measures 29.9-30.4 at 30% on a quiet machine, but the fake
-#       GPU's kernels are a thread spinning on a CPU: on a loaded 2-core CI
-#       machine a run once measured 24.8%, its threads kept off the CPU)
+#       GPU's kernels are a thread spinning on a CPU: a CI rehearsal once
+#       measured 24.8% when the VM stalled; two CPU hogs beside it do not
+#       move it below 29.4)
 #   compute_share.sh GPUSLICE SHARE_TEST STATE_DIR pair PCT_A PCT_B [KERNEL_MS [STARVED]]
 #       two "containers" (two gpuslice exec) at PCT_A / PCT_B, policy fixed,
 #       time-sharing one fake GPU (kernels of 1 ms, or KERNEL_MS: longer than

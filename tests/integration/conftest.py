@@ -341,8 +341,10 @@ def add_containerd_and_a_cdi_spec(root: Path) -> None:
 def package_build_env(dist: Path, **extra: str) -> dict[str, str]:
     """Environment of `packaging/build.sh`: output in `dist`, the compiler
     of GPUSLICE_PACKAGE_CC / GPUSLICE_PACKAGE_CXX (CI: g++ 11, the compiler
-    of Ubuntu 22.04 and RHEL 9)."""
-    env = dict(os.environ, DIST=str(dist), **extra)
+    of Ubuntu 22.04 and RHEL 9), and no debug info: both packages are
+    stripped, gcc's -g never changes the code, and it is a third of the
+    build's time."""
+    env = dict(os.environ, DIST=str(dist), GPUSLICE_NO_DEBUG_INFO="1", **extra)
     for var in ("CC", "CXX"):
         if os.environ.get(f"GPUSLICE_PACKAGE_{var}"):
             env[var] = os.environ[f"GPUSLICE_PACKAGE_{var}"]

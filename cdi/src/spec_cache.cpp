@@ -9,7 +9,6 @@
 #include "gpuslice/common/fd.hpp"
 #include "gpuslice/common/fs.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,7 +18,6 @@
 #include <cstring>
 #include <ctime>
 #include <random>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -199,39 +197,8 @@ void SpecCache::prune_now_and_then(int dir) const {
   if (UniqueFd marker{::openat(dir, kPrunedMarker, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600)})
     (void)::futimens(marker.get(), nullptr);
 
-  const int list_fd = ::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  DIR *d = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
-  if (!d) {
-    if (list_fd >= 0)
-      ::close(list_fd);
-    return;
-  }
-  struct Entry {
-    timespec mtime;
-    std::string name;
-  };
-  std::vector<Entry> entries;
-  while (const dirent *e = ::readdir(d)) {
-    const std::string_view name = e->d_name;
-    if (name == "." || name == ".." || name == kPrunedMarker ||
-        ::fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-      continue;
-    // A writer's temporary that is a minute old was left by a killed one.
-    if (name.starts_with(".new-") && now.tv_sec - st.st_mtim.tv_sec >= 60)
-      ::unlinkat(dir, e->d_name, 0);
-    else
-      entries.push_back({st.st_mtim, e->d_name});
-  }
-  ::closedir(d);
-  if (entries.size() <= kMaxEntries)
-    return;
-  // The oldest go, down to three quarters: a spec still read is stored
-  // again by the next create that reads it.
-  std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {
-    return std::tie(a.mtime.tv_sec, a.mtime.tv_nsec) < std::tie(b.mtime.tv_sec, b.mtime.tv_nsec);
-  });
-  for (std::size_t k = 0; k < entries.size() - kMaxEntries * 3 / 4; ++k)
-    ::unlinkat(dir, entries[k].name.c_str(), 0);
+  // A writer's temporary (".new-") a minute old was left by a killed one.
+  fs::prune_oldest(dir, kMaxEntries, ".new-");
 }
 
 } // namespace gpuslice::cdi

@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <ctime>
+#include <tuple>
 #include <vector>
 
 namespace gpuslice::fs {
@@ -167,6 +169,41 @@ void remove_stale_temporaries(const std::string &path) {
   ::closedir(d);
   for (const auto &name : stale)
     ::unlink((dir + "/" + name).c_str());
+}
+
+void prune_oldest(int dir, std::size_t max_entries, std::string_view stale_prefix) {
+  const int list_fd = ::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
+  if (!d) {
+    if (list_fd >= 0)
+      ::close(list_fd);
+    return;
+  }
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  struct Entry {
+    timespec mtime;
+    std::string name;
+  };
+  std::vector<Entry> entries;
+  struct stat st {};
+  while (const dirent *e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (name == "." || name == ".." || ::fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+      continue;
+    if (!name.starts_with('.'))
+      entries.push_back({st.st_mtim, e->d_name});
+    else if (!stale_prefix.empty() && name.starts_with(stale_prefix) && now.tv_sec - st.st_mtim.tv_sec >= 60)
+      ::unlinkat(dir, e->d_name, 0);
+  }
+  ::closedir(d);
+  if (entries.size() <= max_entries)
+    return;
+  std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {
+    return std::tie(a.mtime.tv_sec, a.mtime.tv_nsec) < std::tie(b.mtime.tv_sec, b.mtime.tv_nsec);
+  });
+  for (std::size_t k = 0; k < entries.size() - max_entries * 3 / 4; ++k)
+    ::unlinkat(dir, entries[k].name.c_str(), 0);
 }
 
 bool is_absolute(std::string_view path) { return !path.empty() && path.front() == '/'; }

@@ -125,7 +125,9 @@ void save_fast_path_record(const std::string &config_path, const std::optional<s
     // rename only, no fsync: a record does not outlive the boot (/run)
     fs::write_file_atomic(dir + "/" + name, *record, 0600, fs::Durability::atomic);
   } catch (const Error &) {
+    return;
   }
+  fs::prune_oldest(dir_fd.get(), kMaxFastPathRecords);
 }
 
 } // namespace gpuslice::shim

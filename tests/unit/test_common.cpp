@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <ctime>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -125,6 +127,42 @@ TEST_CASE("write_file_atomic replaces content and keeps the mode", "[common]") {
   CHECK_THROWS_WITH(fs::write_file_atomic(std::string(dir) + "/missing/f", "x"), Catch::Contains("cannot create"));
   ::unlink(path.c_str());
   ::rmdir(dir);
+}
+
+TEST_CASE("prune_oldest: past the cap the oldest go, down to three quarters; dot names stay but old temporaries",
+          "[common]") {
+  char dir[] = "/tmp/gpuslice-test-XXXXXX";
+  REQUIRE(::mkdtemp(dir));
+  UniqueFd dir_fd(::open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(dir_fd);
+  const time_t now = ::time(nullptr);
+  auto make = [&](const std::string &name, time_t mtime) {
+    fs::write_file_atomic(std::string(dir) + "/" + name, name, 0600);
+    const timespec times[2] = {{mtime, 0}, {mtime, 0}};
+    REQUIRE(::utimensat(dir_fd.get(), name.c_str(), times, AT_SYMLINK_NOFOLLOW) == 0);
+  };
+  auto names = [&] {
+    std::set<std::string> out;
+    for (const auto &e : std::filesystem::directory_iterator(dir))
+      out.insert(e.path().filename().string());
+    return out;
+  };
+  // Made newest first: the order of the mtimes, not of the names or of the
+  // writes, decides.
+  for (int i = 9; i >= 0; --i)
+    make("e" + std::to_string(i), now - 1000 + i);
+  make(".marker", now - 5000);
+  make(".new-old", now - 61);
+  make(".new-young", now - 10);
+
+  fs::prune_oldest(dir_fd.get(), 10, ".new-"); // at the cap: the entries stay
+  CHECK(names() == std::set<std::string>{"e0", "e1", "e2", "e3", "e4", "e5", "e6", "e7", "e8", "e9", ".marker",
+                                         ".new-young"});
+  make("e10", now - 1);
+  fs::prune_oldest(dir_fd.get(), 10);
+  CHECK(names() == std::set<std::string>{"e4", "e5", "e6", "e7", "e8", "e9", "e10", ".marker", ".new-young"});
+  fs::prune_oldest(-1, 1); // a bad fd: nothing, no throw
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("config: defaults, keys and unknown keys", "[common][config]") {

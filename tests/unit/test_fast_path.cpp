@@ -16,9 +16,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <random>
 #include <set>
@@ -559,4 +562,32 @@ TEST_CASE("fast path: the record the entry handed over spares reading it again, 
   fs::write_file_atomic(file, "stale", 0600);
   save_fast_path_record(config_path, text, "/bin/true", "/run/gpuslice", triggers, parsed, dir);
   CHECK(fs::read_file(file) == record);
+}
+
+TEST_CASE("fast path: records past kMaxFastPathRecords (one per config path) are pruned, the one saved stays",
+          "[fast-path][root]") {
+  REQUIRE(::geteuid() == 0);
+  gpuslice::testing::TempDir t;
+  const std::string dir = t.path() + "/records";
+  const std::optional<std::string> text = std::string("[runtime]\nruntimes = [\"/bin/true\"]\n");
+  auto save = [&](int i) {
+    const std::string config_path = t.path() + "/config-" + std::to_string(i) + ".toml";
+    save_fast_path_record(config_path, text, "/bin/true", "/run/gpuslice", {}, std::nullopt, dir);
+    char name[17];
+    gpuslice_fp_record_name(config_path.c_str(), name);
+    return dir + "/" + name;
+  };
+  auto count = [&] {
+    return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(dir), {}));
+  };
+  // Older by a second each (a coarse clock would give a quick loop's writes one mtime).
+  const time_t now = ::time(nullptr);
+  for (int i = 0; i < static_cast<int>(kMaxFastPathRecords); ++i) {
+    const timespec times[2] = {{now - 1000 + i, 0}, {now - 1000 + i, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, save(i).c_str(), times, 0) == 0);
+  }
+  CHECK(count() == kMaxFastPathRecords);
+  const std::string last = save(static_cast<int>(kMaxFastPathRecords));
+  CHECK(count() == kMaxFastPathRecords * 3 / 4);
+  CHECK(std::filesystem::exists(last));
 }

@@ -44,6 +44,14 @@ void write_file_atomic(const std::string &path, std::string_view data, mode_t mo
 // those whose writer is gone. Errors are ignored: this is tidying.
 void remove_stale_temporaries(const std::string &path);
 
+// Keeps the directory `dir` (an open fd) of a cache to about `max_entries`
+// files: past that, the oldest by mtime go, down to three quarters (an entry
+// gone is made again by the next reader that misses it). Names that start
+// with '.' are not entries and stay, except those that start with
+// `stale_prefix` (a writer's temporary) and are a minute old: their writer
+// was killed. Errors are ignored: this is tidying.
+void prune_oldest(int dir, std::size_t max_entries, std::string_view stale_prefix = {});
+
 // Lexically cleaned absolute or relative path: no "." or empty components,
 // ".." resolved lexically (never above "/"), no trailing slash.
 std::string clean_path(std::string_view path);

@@ -42,6 +42,11 @@ std::optional<Config> config_from_snapshot(std::string_view snapshot, const std:
 // of a record it would make too large.
 std::optional<std::string> fast_path_record(const FastPathFacts &facts);
 
+// Records kept in the records' dir: one per config path, and a node uses
+// one (tests and benches make hundreds). A save that writes one removes the
+// oldest past this many.
+inline constexpr std::size_t kMaxFastPathRecords = 64;
+
 // Saves the record of this run (the config as read, the runtime found, this
 // process's $PATH, and `config_parsed`: config_snapshot() of what
 // `config_text` parsed to) into `dir`, unless the same is there already. Root only.

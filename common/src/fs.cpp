@@ -86,18 +86,28 @@ std::string read_stat_fd(int fd, const struct stat &st, const std::string &shown
       throw too_large();
   }
   // The rest: a file that grew, or one whose size stat does not tell
-  // (/proc), into the string's tail in chunks that double.
+  // (/proc), into the string: first into what it holds already, then in
+  // chunks that double, and never more than max_size + 1 bytes (enough to
+  // tell it is too large). resize zeroes what it adds: a /proc/PID/stat of
+  // 300 bytes, read with a max of 4096, took 12 KiB of fresh heap to find
+  // its end when every read asked for a new chunk.
   std::size_t chunk = 4096;
   for (;;) {
     const std::size_t have = out.size();
-    out.resize(have + chunk);
-    const std::size_t got = read_some(out.data() + have, chunk);
+    std::size_t n = out.capacity() - have;
+    if (n < 512) {
+      n = chunk;
+      chunk = std::min<std::size_t>(chunk * 2, std::size_t{1} << 20);
+    }
+    if (max_size - have < n) // have <= max_size here
+      n = max_size - have + 1;
+    out.resize(have + n);
+    const std::size_t got = read_some(out.data() + have, n);
     out.resize(have + got);
     if (got == 0)
       return out;
     if (out.size() > max_size)
       throw too_large();
-    chunk = std::min<std::size_t>(chunk * 2, std::size_t{1} << 20);
   }
 }
 

@@ -89,6 +89,23 @@ TEST_CASE("read_fd: a file of the size stat tells, and one of no size (a pipe), 
   CHECK_THROWS_WITH(fs::read_fd(p[0], "pipe", 5000), Catch::Contains("pipe is larger than 5000 bytes"));
   ::close(p[0]);
 
+  // The bound exactly: max_size bytes are read, one more is too many.
+  for (const std::size_t size : {std::size_t{5000}, std::size_t{5001}, std::size_t{300}, std::size_t{4096}}) {
+    INFO(size);
+    REQUIRE(::pipe(p) == 0);
+    REQUIRE(::write(p[1], piped.data(), size) == static_cast<ssize_t>(size));
+    ::close(p[1]);
+    if (size <= 5000)
+      CHECK(fs::read_fd(p[0], "pipe", 5000) == piped.substr(0, size));
+    else
+      CHECK_THROWS_WITH(fs::read_fd(p[0], "pipe", 5000), Catch::Contains("pipe is larger than 5000 bytes"));
+    ::close(p[0]);
+  }
+  REQUIRE(::pipe(p) == 0);
+  ::close(p[1]);
+  CHECK(fs::read_fd(p[0], "pipe", 0).empty()); // nothing, with nothing allowed
+  ::close(p[0]);
+
   // With the caller's fstat: a file of that size is read whole, and bounded;
   // a stat that tells no size (as /proc's do) reads it in chunks all the same.
   UniqueFd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));

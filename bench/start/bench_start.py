@@ -455,6 +455,15 @@ def main() -> int:
                     medians = [statistics.median(ph[k] for ph in phases[name]) for k in range(len(PHASES))]
                     print(f"{sc:8s} {name:7s} phases " +
                           "  ".join(f"{ph} {m:6.2f}" for ph, m in zip(PHASES, medians)) + " ms (medians)")
+                # Which verb the added time is in: each phase's paired
+                # median against plain (a phase's own swings cancel less
+                # than the cycle's, but its sign and size show).
+                for name in (n for n in runners if n != "plain"):
+                    added = [paired_median([ph[k] for ph in phases[name]], [ph[k] for ph in phases["plain"]])
+                             for k in range(len(PHASES))]
+                    print(f"{sc:8s} {name:7s} phases " +
+                          "  ".join(f"{ph} {d:+6.2f}" for ph, d in zip(PHASES, added)) +
+                          " ms (paired medians against plain)")
             before = interleaved(
                 list(stamped), a.warmup, a.iterations, shuffle,
                 lambda name, slot, i, measured: before_runtime(stamped[name], slots[slot],

@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUSLICE_WERROR="${GPUSLICE_WERROR:-OFF}"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUSLICE_WERROR="${GPUSLICE_WERROR:-OFF}" \
+  -DGPUSLICE_DEBUG_INFO="${GPUSLICE_DEBUG_INFO:-full}"
 cmake --build build -j"$(nproc)"
 cd build
 ctest --output-on-failure "$@"

@@ -7,14 +7,16 @@
 # registers nothing, not libgcc's __register_frame_info (whose first
 # exception then sorts every FDE of the program). And an exception thrown
 # and caught still works: each, given a config that does not parse, says
-# so and exits 1 (an unwinder that finds no FDE aborts: 134).
-#   check_static_unwind.sh GPUSLICE_RUNTIME GPUSLICE_HOOK
+# so and exits 1 (an unwinder that finds no FDE aborts: 134). The GPU kit's
+# static CLI (gpuslice-static, for a machine without our libraries) is
+# linked the same way, and checked the same way.
+#   check_static_unwind.sh GPUSLICE_RUNTIME GPUSLICE_HOOK GPUSLICE_STATIC
 set -euo pipefail
 fail() { echo "check_static_unwind: $*" >&2; exit 1; }
-[[ $# -eq 2 ]] || fail "usage: check_static_unwind.sh GPUSLICE_RUNTIME GPUSLICE_HOOK"
-runtime=$1 hook=$2
+[[ $# -eq 3 ]] || fail "usage: check_static_unwind.sh GPUSLICE_RUNTIME GPUSLICE_HOOK GPUSLICE_STATIC"
+runtime=$1 hook=$2 cli=$3
 
-for binary in "$runtime" "$hook"; do
+for binary in "$runtime" "$hook" "$cli"; do
   grep -q '^ *GNU_EH_FRAME ' <<<"$(readelf -lW "$binary")" ||
     fail "$binary: no PT_GNU_EH_FRAME (linked without --eh-frame-hdr)"
   # .eh_frame_hdr: version 1, then the encodings of eh_frame_ptr, of
@@ -48,3 +50,4 @@ expect_config_error() { # NAME COMMAND...: exits 1 and names the config
 }
 expect_config_error gpuslice-runtime "$runtime" create --bundle "$work" c1
 expect_config_error gpuslice-hook "$hook" poststop
+expect_config_error gpuslice-static "$cli" cdi list

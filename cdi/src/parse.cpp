@@ -376,30 +376,8 @@ Spec parse_spec(std::string_view text) {
   check_shape(text);
   if (looks_like_json(text)) {
     // One strict rule for both formats: a key twice in one object is an
-    // error (nlohmann would keep the last one silently).
-    check_json_depth(text);
-    std::vector<std::vector<std::string>> keys; // per open object
-    auto strict = [&](int, json::parse_event_t event, json &parsed) {
-      if (event == json::parse_event_t::object_start) {
-        keys.emplace_back();
-      } else if (event == json::parse_event_t::object_end) {
-        keys.pop_back();
-      } else if (event == json::parse_event_t::key && !keys.empty()) {
-        auto &seen = keys.back();
-        const auto &key = parsed.get_ref<const std::string &>();
-        if (std::find(seen.begin(), seen.end(), key) != seen.end())
-          throw Error("duplicate field " + quote(key));
-        seen.push_back(key);
-      }
-      return true;
-    };
-    json j;
-    try {
-      j = json::parse(text, strict);
-    } catch (const json::exception &e) { // parse_error, or out_of_range for a huge number
-      throw Error("invalid JSON: " + json_detail::reason(e.what()));
-    }
-    return Decoder{false}.spec(j);
+    // error (nlohmann's own parser would keep the last one silently).
+    return Decoder{false}.spec(parse_json(text));
   }
   json root = yaml_to_json(text);
   if (!root.is_object())

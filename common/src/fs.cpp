@@ -181,6 +181,15 @@ void remove_stale_temporaries(const std::string &path) {
     ::unlink((dir + "/" + name).c_str());
 }
 
+UniqueFd create_file_at(int dir_fd, const std::string &name, std::string_view text, mode_t mode,
+                        const std::string &shown) {
+  UniqueFd f(::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  if (!f || ::write(f.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+      ::fchmod(f.get(), mode) != 0) // the umask aside
+    throw system_error("cannot write " + quote(shown + "/" + name));
+  return f;
+}
+
 void prune_oldest(int dir, std::size_t max_entries, std::string_view stale_prefix) {
   const int list_fd = ::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   DIR *d = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;

@@ -70,10 +70,7 @@ std::string shim_program(const Config &config) {
 
 void write_in(int dir_fd, const std::string &name, const std::string &text, mode_t mode, const std::string &shown,
               const selinux::Labeler &labeler) {
-  UniqueFd f(::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
-  if (!f || ::write(f.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
-      ::fchmod(f.get(), mode) != 0)
-    throw system_error("cannot write " + quote(shown + "/" + name));
+  const UniqueFd f = fs::create_file_at(dir_fd, name, text, mode, shown);
   labeler.label_fd(f.get(), selinux::Share::private_read_only, shown + "/" + name);
 }
 

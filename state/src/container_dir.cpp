@@ -144,13 +144,6 @@ std::optional<ProcessId> read_record(int dir_fd, const char *name) {
   return parse_process_id(text);
 }
 
-// A new file `name` of `dir_fd`, holding `text`.
-void write_new(int dir_fd, const char *name, const std::string &text, const std::string &shown) {
-  UniqueFd fd(::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-    throw system_error("cannot write " + quote(shown + "/" + name));
-}
-
 // `name` of `dir_fd` replaced by a file holding `text`: a reader sees the
 // old text or the new, never a part.
 void write_text(int dir_fd, const char *name, const std::string &text, const std::string &shown) {
@@ -338,8 +331,8 @@ ContainerDir create_container_dir(const std::string &state_dir, const std::strin
   secure(dir.get(), path);
   try {
     // Written in place: no one reads a temporary before it is renamed.
-    write_new(dir.get(), kFormat, std::string(kFormatPrefix) + std::to_string(kStateFormat) + "\n", path);
-    write_new(dir.get(), kCreator, format(*me), path);
+    fs::create_file_at(dir.get(), kFormat, std::string(kFormatPrefix) + std::to_string(kStateFormat) + "\n", 0600, path);
+    fs::create_file_at(dir.get(), kCreator, format(*me), 0600, path);
     if (::syscall(SYS_renameat2, containers.get(), temp.c_str(), containers.get(), id.c_str(), RENAME_NOREPLACE) != 0)
       throw errno == EEXIST ? Error("container id " + quote(id) + " is already in use (state " + quote(path) + ")")
                             : system_error("cannot create " + quote(path));

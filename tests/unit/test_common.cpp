@@ -146,6 +146,27 @@ TEST_CASE("write_file_atomic replaces content and keeps the mode", "[common]") {
   ::rmdir(dir);
 }
 
+TEST_CASE("create_file_at: a new file with exactly its mode, never an existing one nor through a link", "[common]") {
+  char dir[] = "/tmp/gpuslice-test-XXXXXX";
+  REQUIRE(::mkdtemp(dir));
+  UniqueFd dir_fd(::open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(dir_fd);
+  const mode_t old_umask = ::umask(0077);
+  const UniqueFd made = fs::create_file_at(dir_fd.get(), "f", "text", 0444, "/shown");
+  ::umask(old_umask);
+  CHECK(made);
+  CHECK(fs::read_file(std::string(dir) + "/f") == "text");
+  struct stat st {};
+  REQUIRE(::stat((std::string(dir) + "/f").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0444); // the umask took nothing
+  CHECK_THROWS_WITH(fs::create_file_at(dir_fd.get(), "f", "again", 0600, "/shown"), Catch::Contains("\"/shown/f\""));
+  CHECK(fs::read_file(std::string(dir) + "/f") == "text");
+  REQUIRE(::symlinkat("target", dir_fd.get(), "link") == 0);
+  CHECK_THROWS(fs::create_file_at(dir_fd.get(), "link", "x", 0600, dir));
+  CHECK_FALSE(std::filesystem::exists(std::string(dir) + "/target"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("prune_oldest: past the cap the oldest go, down to three quarters; dot names stay but old temporaries",
           "[common]") {
   char dir[] = "/tmp/gpuslice-test-XXXXXX";

@@ -3,6 +3,8 @@
 // leaves a half-written config.json or spec behind.
 #pragma once
 
+#include "gpuslice/common/fd.hpp"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -38,6 +40,12 @@ enum class Durability {
 // the file it replaces when mode is -1 (0644 when there was none).
 void write_file_atomic(const std::string &path, std::string_view data, mode_t mode = static_cast<mode_t>(-1),
                        Durability durability = Durability::synced);
+
+// A new file `name` in the directory `dir_fd`, holding `text`, with exactly
+// `mode`: never one that is there already, nor through a link. Its fd, for a
+// caller that labels it. Throws Error naming `shown`/`name`.
+UniqueFd create_file_at(int dir_fd, const std::string &name, std::string_view text, mode_t mode,
+                        const std::string &shown);
 
 // Removes the temporaries write_file_atomic left next to `path` when its
 // process was killed mid-write (their names carry the writer's pid): only

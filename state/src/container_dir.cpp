@@ -407,14 +407,20 @@ bool remove_if_stale(const std::string &state_dir, const std::string &id) {
 
 namespace {
 
-std::vector<std::string> entries_of(int dir_fd) {
-  std::vector<std::string> names;
-  if (DIR *d = ::fdopendir(::dup(dir_fd))) {
-    while (const dirent *e = ::readdir(d))
-      if (std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..")
-        names.emplace_back(e->d_name);
-    ::closedir(d);
+// The names in `dir_fd` but "." and ".."; nullopt when it cannot be read.
+std::optional<std::vector<std::string>> entries_of(int dir_fd) {
+  const int list_fd = ::dup(dir_fd);
+  DIR *d = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
+  if (!d) {
+    if (list_fd >= 0)
+      ::close(list_fd);
+    return std::nullopt;
   }
+  std::vector<std::string> names;
+  while (const dirent *e = ::readdir(d))
+    if (std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..")
+      names.emplace_back(e->d_name);
+  ::closedir(d);
   return names;
 }
 
@@ -436,7 +442,10 @@ std::vector<NamedDir> open_container_dirs(const std::string &state_dir) {
   UniqueFd containers = open_containers(state_dir, false);
   if (!containers)
     return dirs;
-  for (auto &name : entries_of(containers.get())) {
+  auto names = entries_of(containers.get());
+  if (!names) // admission counts from this list: none is not "nothing there"
+    throw system_error("cannot read " + quote(fs::clean_path(state_dir) + "/containers"));
+  for (auto &name : *names) {
     if (temp_owner(name) || !is_safe_container_id(name))
       continue;
     if (UniqueFd dir = open_dir_at(containers.get(), name))
@@ -450,7 +459,7 @@ std::vector<std::string> collect_stale(const std::string &state_dir) {
   UniqueFd containers = open_containers(state_dir, false);
   if (!containers)
     return removed;
-  const std::vector<std::string> names = entries_of(containers.get());
+  const std::vector<std::string> names = entries_of(containers.get()).value_or(std::vector<std::string>{});
   const std::string base = fs::clean_path(state_dir) + "/containers/";
   for (const auto &name : names) {
     try {
@@ -501,16 +510,10 @@ std::vector<std::string> collect_stale_now_and_then(const std::string &state_dir
 }
 
 void remove_contents(int dir_fd, const std::string &shown) {
-  std::vector<std::string> names;
-  if (DIR *d = ::fdopendir(::dup(dir_fd))) {
-    while (const dirent *e = ::readdir(d))
-      if (std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..")
-        names.emplace_back(e->d_name);
-    ::closedir(d);
-  } else {
+  const auto names = entries_of(dir_fd);
+  if (!names)
     throw system_error("cannot read " + quote(shown));
-  }
-  for (const auto &name : names) {
+  for (const auto &name : *names) {
     if (::unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT)
       continue;
     if (errno != EISDIR)

@@ -131,7 +131,8 @@ void lock_container_dir(const ContainerDir &dir);
 
 // Every container directory (not the temporaries of creates in progress),
 // opened without following links; live or stale alike (collect_stale
-// first to see only live ones). None when there is no containers dir.
+// first to see only live ones). None when there is no containers dir;
+// throws Error when it cannot be listed.
 struct NamedDir {
   std::string id;
   UniqueFd fd;

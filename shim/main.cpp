@@ -93,6 +93,7 @@ int run(shim::CommandLine &cl) {
   const bool config_handed = handed.config_path && config_file == handed.config_path;
   Config config;
   std::optional<std::string> config_text;
+  std::optional<std::string> config_parsed; // config_snapshot() of `config`, for the record
   bool config_read = false;
   try {
     if (config_handed)
@@ -108,7 +109,13 @@ int run(shim::CommandLine &cl) {
     std::optional<Config> kept;
     if (config_handed && config_text && handed.config_parsed)
       kept = shim::config_from_snapshot(std::string_view(handed.config_parsed, handed.config_parsed_size));
-    config = kept ? std::move(*kept) : config_text ? parse_config(*config_text, config_file) : Config{};
+    if (kept) {
+      config = std::move(*kept);
+      config_parsed.emplace(handed.config_parsed, handed.config_parsed_size); // this build's bytes: not encoded again
+    } else if (config_text) {
+      config = parse_config(*config_text, config_file);
+      config_parsed = shim::config_snapshot(config);
+    }
     config_read = true;
   } catch (const Error &e) {
     // delete, kill and state must keep working with a broken config, or
@@ -126,7 +133,7 @@ int run(shim::CommandLine &cl) {
   // What the next calls' fast path (shim/fast_path/) may rely on.
   if (config_read)
     shim::save_fast_path_record(config_file, config_text, runtime, config.state_dir, shim::create_triggers(config),
-                                config_text ? shim::config_snapshot(config) : std::nullopt, GPUSLICE_FAST_PATH_DIR,
+                                config_parsed, GPUSLICE_FAST_PATH_DIR,
                                 config_handed && handed.record
                                     ? std::optional<std::string_view>(std::in_place, handed.record, handed.record_size)
                                     : std::nullopt);

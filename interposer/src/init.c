@@ -230,7 +230,12 @@ void gs_init_slow(void) {
   if (n < 0 && load_errno == ENOENT) {
     GS_LOG("no usable limits file \"%s\": not enforcing", lp);
   } else if (gs_track_init() != 0) {
-    GS_LOG("cannot map the allocation table: not enforcing");
+    /* The container has limits (or a limits file this process cannot read):
+     * without the table no free could be credited. Fail closed, as below
+     * (an RLIMIT_AS set low on purpose must not turn the limit off). */
+    gs_region_refuse("cannot map the allocation table");
+    state = gs_reg ? GS_ENFORCE : GS_PASSTHROUGH;
+    GS_LOG("cannot map the allocation table: every GPU memory allocation is refused");
   } else if (n < 0) {
     /* There but unreadable (an SELinux denial, a directory) or malformed:
      * the container has limits this process cannot see. Fail closed. */

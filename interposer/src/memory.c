@@ -22,6 +22,12 @@ static inline struct gs_dev *ordinal_dev(int ordinal) {
   return d && atomic_load_explicit(&d->ready, memory_order_relaxed) && d->ridx != -1 ? d : NULL;
 }
 
+/* a * b, or UINT64_MAX where it overflows (a size no limit lets through) */
+static inline uint64_t mul_sat(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
 /* After the driver call: keep the charge and remember it, or take it back. */
 static CUresult settle(struct gs_dev *d, CUresult r, uint64_t key, int kind, uint64_t size) {
   if (r != CUDA_SUCCESS) {
@@ -102,7 +108,7 @@ GS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t w
   struct gs_dev *d = charge_dev();
   if (!d || !pitch) return gs_real.cuMemAllocPitch_v2(dptr, pitch, w, h, elem);
   /* the pitch is known only afterwards: charge the usual 512-byte alignment, then settle */
-  uint64_t guess = ((uint64_t)w + 511) / 512 * 512 * h;
+  uint64_t guess = w > UINT64_MAX - 511 ? UINT64_MAX : mul_sat(((uint64_t)w + 511) / 512 * 512, h);
   CHARGE_OR_FAIL(d, guess);
   CUresult r = gs_real.cuMemAllocPitch_v2(dptr, pitch, w, h, elem);
   if (r != CUDA_SUCCESS) return settle(d, r, 0, GS_KIND_PTR, guess);
@@ -128,6 +134,7 @@ GS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
  * mapping it (cuMemMap), even several times, does not. */
 GS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop,
                                unsigned long long flags) {
+  gs_mode(); /* the driver resolved, for a call passed through too (no prop, a host location) */
   struct gs_dev *d = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? ordinal_dev(prop->location.id) : NULL;
   ALLOC_WRAPPER(d, size, gs_real.cuMemCreate(h, size, prop, flags), *h, GS_KIND_HANDLE);
 }
@@ -136,35 +143,51 @@ GS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
 }
 
 static uint64_t array_bytes(size_t w, size_t h, size_t depth, CUarray_format f, unsigned channels) {
+  /* what a caller asks for, which may overflow: saturated, and so refused */
   uint64_t es = 0;
   switch (f) {
   case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: es = 1; break;
   case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: es = 2; break;
   default: es = 4; break; /* 32-bit formats; wider ones are rarer and count as 4 */
   }
-  return (uint64_t)w * (h ? h : 1) * (depth ? depth : 1) * es * channels;
+  return mul_sat(mul_sat(mul_sat(mul_sat(w, h ? h : 1), depth ? depth : 1), es), channels);
 }
 
 GS_EXPORT CUresult cuArrayCreate_v2(CUarray *a, const CUDA_ARRAY_DESCRIPTOR *desc) {
+  gs_mode(); /* the driver resolved, for a call passed through too (no desc) */
   struct gs_dev *d = desc ? charge_dev() : NULL;
   uint64_t size = d ? array_bytes(desc->Width, desc->Height, 0, desc->Format, desc->NumChannels) : 0;
   ALLOC_WRAPPER(d, size, gs_real.cuArrayCreate_v2(a, desc), *a, GS_KIND_ARRAY);
 }
 GS_EXPORT CUresult cuArray3DCreate_v2(CUarray *a, const CUDA_ARRAY3D_DESCRIPTOR *desc) {
+  gs_mode(); /* the driver resolved, for a call passed through too (no desc) */
   struct gs_dev *d = desc ? charge_dev() : NULL;
   uint64_t size = d ? array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels) : 0;
   ALLOC_WRAPPER(d, size, gs_real.cuArray3DCreate_v2(a, desc), *a, GS_KIND_ARRAY);
 }
 GS_EXPORT CUresult cuArrayDestroy(CUarray a) { FREE_WRAPPER(gs_real.cuArrayDestroy(a), (uintptr_t)a, GS_KIND_ARRAY); }
 
+/* The levels the driver makes: `levels` clamped to [1, 1 + floor(log2 of
+ * the largest dimension)] (cuMipmappedArrayCreate's documentation). */
+static unsigned mipmap_levels(const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels) {
+  size_t largest = desc->Width > desc->Height ? desc->Width : desc->Height;
+  if (desc->Depth > largest) largest = desc->Depth;
+  unsigned most = 1;
+  while (largest >>= 1) most++;
+  return levels < 1 ? 1 : levels > most ? most : levels;
+}
+
 /* All levels, each dimension halved per level down to 1. */
 GS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *a, const CUDA_ARRAY3D_DESCRIPTOR *desc,
                                           unsigned int levels) {
-  struct gs_dev *d = desc && levels <= 32 ? charge_dev() : NULL;
+  gs_mode(); /* the driver resolved, for a call passed through too (no desc) */
+  struct gs_dev *d = desc ? charge_dev() : NULL;
   uint64_t size = 0;
-  for (unsigned l = 0; d && l < levels; l++) {
+  const unsigned made = d ? mipmap_levels(desc, levels) : 0;
+  for (unsigned l = 0; l < made; l++) {
     size_t w = desc->Width >> l, h = desc->Height >> l, z = desc->Depth >> l;
-    size += array_bytes(w ? w : 1, h, z, desc->Format, desc->NumChannels);
+    uint64_t level = array_bytes(w ? w : 1, h, z, desc->Format, desc->NumChannels);
+    size = level > UINT64_MAX - size ? UINT64_MAX : size + level;
   }
   ALLOC_WRAPPER(d, size, gs_real.cuMipmappedArrayCreate(a, desc, levels), *a, GS_KIND_ARRAY);
 }

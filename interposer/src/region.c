@@ -304,6 +304,14 @@ int gs_charge(int ridx, uint64_t size, uint64_t limit) {
     say_broken("every device entry of the region is taken (overwritten?)");
     return -1;
   }
+  /* More than the limit can never fit, and more than a counter holds would
+   * wrap it: refused before the counter moves (a size of (size_t)-1 added
+   * and then credited back on the driver's failure would zero the usage). */
+  if (size > (limit == GS_NO_LIMIT ? (1ull << GS_USED_BITS) - 1 : limit)) {
+    GS_LOG("out of memory: %llu bytes asked for at once, more than the limit of %llu", (unsigned long long)size,
+           (unsigned long long)limit);
+    return -1;
+  }
   _Atomic uint64_t *mine = (_Atomic uint64_t *)&gs_reg->used[ridx][my_index];
   for (int attempt = 0; attempt < 2; attempt++) {
     atomic_fetch_add(mine, size);

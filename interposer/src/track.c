@@ -39,7 +39,7 @@ static inline uint32_t slot_of(uint64_t key, int kind) {
 }
 
 int gs_track_insert(uint64_t key, int kind, int ridx, uint64_t size) {
-  if (key <= DELETED || size >> 48) return -1;
+  if (!table || key <= DELETED || size >> 48) return -1; /* no table: every charge is refused anyway */
   uint64_t val = size | (uint64_t)ridx << 48 | (uint64_t)kind << 56;
   uint32_t i = slot_of(key, kind);
   for (int probe = 0; probe < MAX_PROBE; probe++, i = (i + 1) & (SIZE - 1)) {
@@ -54,7 +54,7 @@ int gs_track_insert(uint64_t key, int kind, int ridx, uint64_t size) {
 }
 
 int gs_track_remove(uint64_t key, int kind, int *ridx, uint64_t *size) {
-  if (key <= DELETED) return 0;
+  if (!table || key <= DELETED) return 0;
   uint32_t i = slot_of(key, kind);
   for (int probe = 0; probe < MAX_PROBE; probe++, i = (i + 1) & (SIZE - 1)) {
     uint64_t k = atomic_load_explicit(&table[i].key, memory_order_acquire);

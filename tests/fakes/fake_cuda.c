@@ -438,11 +438,18 @@ CUresult cuArrayDestroy(CUarray h) {
   return free_block(h, BK_ARRAY);
 }
 
-/* Every level halves each dimension, down to 1. */
+/* Every level halves each dimension, down to 1. As the driver documents,
+ * `levels` is clamped to [1, 1 + floor(log2(max(width, height, depth)))]:
+ * 0 or 1000 is not an error. */
 CUresult cuMipmappedArrayCreate(CUmipmappedArray *h, const CUDA_ARRAY3D_DESCRIPTOR *a, unsigned int levels) {
   NEED_CTX();
   size_t es = a ? format_size(a->Format) : 0;
-  if (!h || !es || levels == 0 || levels > 16 || a->Width == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!h || !es || a->Width == 0) return CUDA_ERROR_INVALID_VALUE;
+  size_t largest = a->Width > a->Height ? a->Width : a->Height;
+  if (a->Depth > largest) largest = a->Depth;
+  unsigned most = 1;
+  while (largest >>= 1) most++;
+  levels = levels < 1 ? 1 : levels > most ? most : levels;
   size_t total = 0;
   for (unsigned l = 0; l < levels; l++) {
     size_t w = a->Width >> l, hh = a->Height >> l, d = a->Depth >> l;

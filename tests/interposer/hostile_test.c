@@ -12,6 +12,16 @@
  *                            then 512 MiB from it: refused
  *   hostile_test dlmopen     a library in a new namespace (ns_alloc) asks for
  *                            512 MiB straight from its own driver: refused
+ *   hostile_test huge        holding 200 MiB, asks for (size_t)-1 and for
+ *                            2^64 - 100 MiB bytes, arrays whose sizes overflow
+ *                            and a pitch that does: all refused, and 200 MiB
+ *                            more still is (no wrapped charge, no usage lost)
+ *   hostile_test first       a process whose first call after cuInit is one
+ *                            the interposer passes through (a NULL descriptor
+ *                            or property): the driver's error, not a crash
+ *   hostile_test mipmap      mipmapped arrays with 0 levels (the driver makes
+ *                            1) and with 1000 (it makes all of them): each is
+ *                            charged what the driver allocates
  * and one the interposer alone cannot stop (its counters are the tenant's to
  * write), which only the monitor catches, through the driver's accounting:
  *   hostile_test zero-counters SECONDS
@@ -151,6 +161,54 @@ int main(int argc, char **argv) {
     int (*ns_alloc)(unsigned long long) = h ? (int (*)(unsigned long long))dlsym(h, "ns_alloc") : NULL;
     CHECK(ns_alloc != NULL, "no ns_alloc");
     if (ns_alloc) CHECK(ns_alloc(512 * MIB) == CUDA_ERROR_OUT_OF_MEMORY, "512 MiB from a library in a new namespace");
+  } else if (!strcmp(mode, "huge")) {
+    CHECK(alloc_in_context(200 * MIB) == CUDA_SUCCESS, "the first 200 MiB");
+    CUdeviceptr p;
+    size_t pitch;
+    CHECK(cuMemAlloc_v2(&p, (size_t)-1) == CUDA_ERROR_OUT_OF_MEMORY, "(size_t)-1 bytes");
+    CHECK(cuMemAlloc_v2(&p, (size_t)0 - 100 * MIB) == CUDA_ERROR_OUT_OF_MEMORY, "2^64 - 100 MiB bytes");
+    CHECK(cuMemAllocPitch_v2(&p, &pitch, (size_t)-1, 2, 4) == CUDA_ERROR_OUT_OF_MEMORY, "a pitch that overflows");
+    CHECK(cuMemAllocPitch_v2(&p, &pitch, 1ull << 40, 1ull << 30, 4) == CUDA_ERROR_OUT_OF_MEMORY,
+          "a pitched size that overflows");
+    /* 2^32 x 2^32 x 1 x 4 channels x 4 bytes: 2^68, which wraps to 0 */
+    CUDA_ARRAY3D_DESCRIPTOR wrapping = {1ull << 32, 1ull << 32, 1, CU_AD_FORMAT_FLOAT, 4, 0};
+    CUarray arr;
+    CHECK(cuArray3DCreate_v2(&arr, &wrapping) == CUDA_ERROR_OUT_OF_MEMORY, "an array whose size wraps to 0");
+    CHECK(cuMemAlloc_v2(&p, 200 * MIB) == CUDA_ERROR_OUT_OF_MEMORY, "200 MiB more after the huge asks");
+    CHECK(child_alloc(argv[0], 200) == 1, "a new process got 200 MiB after the huge asks");
+  } else if (!strcmp(mode, "first")) {
+    for (int call = 0; call < 4; call++) {
+      pid_t pid = fork(); /* this process has made no CUDA call: each child's is its first */
+      if (pid == 0) {
+        CUcontext ctx;
+        CUarray arr;
+        CUmipmappedArray m;
+        CUmemGenericAllocationHandle h;
+        if (cuInit(0) || cuDevicePrimaryCtxRetain(&ctx, 0) || cuCtxSetCurrent(ctx)) _exit(3);
+        CUresult r = call == 0   ? cuArrayCreate_v2(&arr, NULL)
+                     : call == 1 ? cuArray3DCreate_v2(&arr, NULL)
+                     : call == 2 ? cuMipmappedArrayCreate(&m, NULL, 1)
+                                 : cuMemCreate(&h, 2u << 20, NULL, 0);
+        _exit(r == CUDA_ERROR_INVALID_VALUE ? 0 : 4);
+      }
+      int st;
+      waitpid(pid, &st, 0);
+      CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "call %d first: %s %d", call,
+            WIFSIGNALED(st) ? "signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+    }
+  } else if (!strcmp(mode, "mipmap")) {
+    CUcontext ctx;
+    CUdeviceptr p;
+    CHECK(!cuInit(0) && !cuDevicePrimaryCtxRetain(&ctx, 0) && !cuCtxSetCurrent(ctx), "a context");
+    /* 16384 x 3200 x 4 channels of bytes: 200 MiB at level 0 */
+    CUDA_ARRAY3D_DESCRIPTOR desc = {16384, 3200, 0, CU_AD_FORMAT_UNSIGNED_INT8, 4, 0};
+    CUmipmappedArray m;
+    /* all 15 levels: ~267 MiB, more than the 256 MiB limit */
+    CHECK(cuMipmappedArrayCreate(&m, &desc, 1000) == CUDA_ERROR_OUT_OF_MEMORY, "1000 levels (15 made) fit 256 MiB");
+    CHECK(cuMipmappedArrayCreate(&m, &desc, 0) == CUDA_SUCCESS, "0 levels (1 made, 200 MiB)");
+    CHECK(cuMemAlloc_v2(&p, 200 * MIB) == CUDA_ERROR_OUT_OF_MEMORY, "200 MiB beside a 0-level mipmapped array");
+    CHECK(cuMipmappedArrayDestroy(m) == CUDA_SUCCESS, "destroy");
+    CHECK(cuMemAlloc_v2(&p, 200 * MIB) == CUDA_SUCCESS, "200 MiB once the array is gone");
   } else {
     return fprintf(stderr, "hostile_test: unknown mode %s\n", mode), 2;
   }

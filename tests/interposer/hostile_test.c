@@ -19,6 +19,9 @@
  *   hostile_test first       a process whose first call after cuInit is one
  *                            the interposer passes through (a NULL descriptor
  *                            or property): the driver's error, not a crash
+ *   hostile_test no-table    RLIMIT_AS set just above what the process maps
+ *                            before its first allocation (the interposer's
+ *                            table cannot be mapped): 1 MiB is refused
  *   hostile_test mipmap      mipmapped arrays with 0 levels (the driver makes
  *                            1) and with 1000 (it makes all of them): each is
  *                            charged what the driver allocates
@@ -41,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -196,6 +200,18 @@ int main(int argc, char **argv) {
       CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "call %d first: %s %d", call,
             WIFSIGNALED(st) ? "signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
     }
+  } else if (!strcmp(mode, "no-table")) {
+    CUcontext ctx;
+    CUdeviceptr p;
+    CHECK(!cuInit(0) && !cuDevicePrimaryCtxRetain(&ctx, 0) && !cuCtxSetCurrent(ctx), "a context");
+    unsigned long pages = 0;
+    FILE *statm = fopen("/proc/self/statm", "r");
+    CHECK(statm && fscanf(statm, "%lu", &pages) == 1, "/proc/self/statm");
+    if (statm) fclose(statm);
+    const rlim_t room = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (1u << 20); /* the table needs 4 MiB */
+    struct rlimit lim = {room, room};
+    CHECK(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit");
+    CHECK(cuMemAlloc_v2(&p, 1u << 20) == CUDA_ERROR_OUT_OF_MEMORY, "1 MiB with no allocation table");
   } else if (!strcmp(mode, "mipmap")) {
     CUcontext ctx;
     CUdeviceptr p;

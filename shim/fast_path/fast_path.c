@@ -239,7 +239,7 @@ int gpuslice_fp_create_bundle(int argc, char *const *argv, int verb, const char 
     if (!value)
       return -1;
     if (len == 2 || (len == 8 && bytes_equal(arg, "--bundle", 8)))
-      *bundle = value; /* -b or --bundle: the last one counts */
+      *bundle = *value ? value : 0; /* -b or --bundle: the last one counts; "" is the current directory, as for runc */
   }
   return ids == 1 ? 0 : -1;
 }

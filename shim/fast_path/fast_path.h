@@ -128,7 +128,8 @@ int gpuslice_fp_record_matches(const struct gpuslice_fp_record *r, const char *c
 
 /* The bundle of a create or run (argv[verb] the verb) whose flags are all
  * ones this knows, of runc's and crun's create and run, with one container
- * id: 0 and *bundle (NULL: the current directory); -1 for anything else. */
+ * id: 0 and *bundle (NULL: the current directory, also for an empty
+ * value); -1 for anything else. */
 int gpuslice_fp_create_bundle(int argc, char *const *argv, int verb, const char **bundle);
 
 /* Whether a config.json (its bytes, unparsed) may hold what makes the full

@@ -397,6 +397,9 @@ TEST_CASE("fast path: a create's bundle is the one the full parser finds", "[fas
       {{"create", "-b=/a", "--bundle", "/b", "--preserve-fds", "2", "--no-new-keyring", "c1"}, std::string("/b")},
       {{"run", "-d", "--bundle", "/b", "--keep", "--no-subreaper", "c1"}, std::string("/b")},
       {{"create", "c1", "--bundle", "/b"}, std::string("/b")},
+      // an empty bundle is the current directory, for runc and the full program: never "" + "/config.json"
+      {{"create", "--bundle=", "c1"}, std::string()},
+      {{"create", "-b", "/b", "-b", "", "c1"}, std::string()},
       {{"create", "--config", "/other.json", "c1"}, std::nullopt}, // crun's: not known here
       {{"create", "--detach=true", "c1"}, std::nullopt},
       {{"create", "c1", "c2"}, std::nullopt},
@@ -419,6 +422,7 @@ TEST_CASE("fast path: a create's bundle is the one the full parser finds", "[fas
     if (rc != 0)
       continue;
     CHECK(std::string(found ? found : "") == *bundle);
+    CHECK((found == nullptr) == bundle->empty()); // the current directory as NULL, never as ""
     const auto cl = parse_command_line(static_cast<int>(args.size()), argv.data());
     CHECK(cl.bundle == *bundle); // what the full program would read
     CHECK(cl.container_id == "c1");

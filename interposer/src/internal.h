@@ -109,12 +109,21 @@ static inline struct gs_dev *gs_dev_get(int ordinal) {
 }
 /* The device of the calling thread's current context, NULL without one. */
 struct gs_dev *gs_current_dev(void);
+/* The device `ordinal` where its memory is accounted, else NULL (pass through). */
+static inline struct gs_dev *gs_ordinal_dev(int ordinal) {
+  if (gs_mode() != GS_ENFORCE) return 0;
+  struct gs_dev *d = gs_dev_get(ordinal);
+  return d && atomic_load_explicit(&d->ready, memory_order_relaxed) && d->ridx != -1 ? d : 0;
+}
 
 /* ---- allocation table (track.c) ---- */
-enum { GS_KIND_PTR = 1, GS_KIND_HANDLE = 2, GS_KIND_ARRAY = 3 };
+enum { GS_KIND_PTR = 1, GS_KIND_ARRAY = 3 }; /* VMM handles: vmm.c */
 int gs_track_init(void);
 int gs_track_insert(uint64_t key, int kind, int ridx, uint64_t size);
 int gs_track_remove(uint64_t key, int kind, int *ridx, uint64_t *size);
+
+/* ---- VMM handles and mappings (vmm.c) ---- */
+void gs_vmm_reset_after_fork(void);
 
 /* ---- compute shares (throttle.c) ---- */
 extern GS_TLS int64_t gs_launch_countdown;

@@ -16,12 +16,6 @@ static inline struct gs_dev *charge_dev(void) {
   return d && d->ridx != -1 ? d : NULL;
 }
 
-static inline struct gs_dev *ordinal_dev(int ordinal) {
-  if (gs_mode() != GS_ENFORCE) return NULL;
-  struct gs_dev *d = gs_dev_get(ordinal);
-  return d && atomic_load_explicit(&d->ready, memory_order_relaxed) && d->ridx != -1 ? d : NULL;
-}
-
 /* a * b, or UINT64_MAX where it overflows (a size no limit lets through) */
 static inline uint64_t mul_sat(uint64_t a, uint64_t b) {
   uint64_t r;
@@ -130,18 +124,6 @@ GS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
   FREE_WRAPPER(gs_real.cuMemFreeAsync_ptsz(p, s), p, GS_KIND_PTR);
 }
 
-/* Virtual memory management: the physical allocation is what costs memory;
- * mapping it (cuMemMap), even several times, does not. */
-GS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop,
-                               unsigned long long flags) {
-  gs_mode(); /* the driver resolved, for a call passed through too (no prop, a host location) */
-  struct gs_dev *d = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? ordinal_dev(prop->location.id) : NULL;
-  ALLOC_WRAPPER(d, size, gs_real.cuMemCreate(h, size, prop, flags), *h, GS_KIND_HANDLE);
-}
-GS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
-  FREE_WRAPPER(gs_real.cuMemRelease(h), h, GS_KIND_HANDLE);
-}
-
 static uint64_t array_bytes(size_t w, size_t h, size_t depth, CUarray_format f, unsigned channels) {
   /* what a caller asks for, which may overflow: saturated, and so refused */
   uint64_t es = 0;
@@ -215,7 +197,7 @@ GS_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
   gs_mode();
   CUresult r = gs_real.cuDeviceTotalMem_v2(bytes, dev);
   if (r != CUDA_SUCCESS) return r;
-  struct gs_dev *d = ordinal_dev(dev);
+  struct gs_dev *d = gs_ordinal_dev(dev);
   if (d && d->mem_limit < *bytes) *bytes = d->mem_limit;
   return r;
 }

@@ -9,6 +9,9 @@
  *    stamps events when it reaches them; when FAKE_CUDA_GPU_LOCK names a file,
  *    processes hold an flock on it while they run work, so that processes
  *    time-share one GPU as contexts do on a real one;
+ *  - VMM as the driver documents it: a cuMemCreate handle's memory is freed
+ *    once it is released and unmapped (cuMemMap, cuMemRetainAllocationHandle
+ *    count as references);
  *  - cuGetProcAddress v1/v2 pick the versioned entry point by cudaVersion and
  *    the per-thread-stream flag as the real driver does;
  *  - the kernel driver's per-process accounting, which NVML reads from any
@@ -41,6 +44,7 @@ struct block {
   uint64_t size;
   int dev;
   int kind;
+  int refs; /* BK_HANDLE: the handle and its retains, plus its mappings (vmm_mu) */
 };
 
 struct CUctx_st { int dev; };
@@ -399,12 +403,144 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAl
   CHECK_DEV(prop->location.id);
   void *p;
   CUresult r = alloc_block(&p, size, prop->location.id, BK_HANDLE);
-  if (r == CUDA_SUCCESS) *h = (CUmemGenericAllocationHandle)(uintptr_t)p;
+  if (r == CUDA_SUCCESS) {
+    ((struct block *)((char *)p - HDR))->refs = 1;
+    *h = (CUmemGenericAllocationHandle)(uintptr_t)p;
+  }
   return r;
 }
+/* VMM as the driver documents it: a handle's memory is freed once the
+ * handle and every retained reference are released and every mapping of it
+ * is unmapped, in any order. Addresses are reserved from a range no real
+ * pointer uses; a mapping must lie in a reservation and overlap no other. */
+#define FAKE_VA_BASE 0x7e0000000000ull
+#define FAKE_MAX_RESERVATIONS 256
+#define FAKE_MAX_MAPPINGS 4096
+static pthread_mutex_t vmm_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t va_next = FAKE_VA_BASE;
+static struct { uint64_t va, size; } reservations[FAKE_MAX_RESERVATIONS];
+static struct { uint64_t va, size; struct block *b; } mappings[FAKE_MAX_MAPPINGS];
+
+static struct block *handle_block(CUmemGenericAllocationHandle h) {
+  struct block *b = h ? (struct block *)((char *)(uintptr_t)h - HDR) : NULL;
+  return b && b->magic == BLOCK_MAGIC && b->kind == BK_HANDLE ? b : NULL;
+}
+
+/* One reference or mapping gone; the memory freed at the last (vmm_mu held). */
+static void handle_unref(struct block *b) {
+  if (--b->refs == 0) free_block((char *)b + HDR, BK_HANDLE);
+}
+
 CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
   NEED_INIT();
-  return free_block((void *)(uintptr_t)h, BK_HANDLE);
+  pthread_mutex_lock(&vmm_mu);
+  struct block *b = handle_block(h);
+  if (b) handle_unref(b);
+  pthread_mutex_unlock(&vmm_mu);
+  return b ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags) {
+  (void)alignment;
+  (void)addr; /* a hint */
+  NEED_INIT();
+  if (!ptr || !size || size % (2u << 20) || flags) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&vmm_mu);
+  CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+  for (int i = 0; i < FAKE_MAX_RESERVATIONS; i++) {
+    if (reservations[i].size) continue;
+    reservations[i].va = va_next;
+    reservations[i].size = size;
+    *ptr = (CUdeviceptr)va_next;
+    va_next += size + (2u << 20); /* a gap: ranges never touch */
+    r = CUDA_SUCCESS;
+    break;
+  }
+  pthread_mutex_unlock(&vmm_mu);
+  return r;
+}
+
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  NEED_INIT();
+  pthread_mutex_lock(&vmm_mu);
+  CUresult r = CUDA_ERROR_INVALID_VALUE;
+  for (int i = 0; i < FAKE_MAX_RESERVATIONS; i++)
+    if (reservations[i].size && reservations[i].va == ptr && reservations[i].size == size) {
+      reservations[i].size = 0;
+      r = CUDA_SUCCESS;
+    }
+  pthread_mutex_unlock(&vmm_mu);
+  return r;
+}
+
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle h,
+                  unsigned long long flags) {
+  NEED_INIT();
+  pthread_mutex_lock(&vmm_mu);
+  struct block *b = handle_block(h);
+  int reserved = 0, free_slot = -1;
+  for (int i = 0; i < FAKE_MAX_RESERVATIONS; i++)
+    reserved |= reservations[i].size && ptr >= reservations[i].va &&
+                ptr + size <= reservations[i].va + reservations[i].size;
+  for (int i = 0; i < FAKE_MAX_MAPPINGS; i++) {
+    if (!mappings[i].size) {
+      if (free_slot < 0) free_slot = i;
+    } else if (ptr < mappings[i].va + mappings[i].size && mappings[i].va < ptr + size) {
+      reserved = 0; /* overlaps a mapping */
+    }
+  }
+  CUresult r = CUDA_ERROR_INVALID_VALUE;
+  if (b && reserved && size && !flags && offset <= b->size && size <= b->size - offset && free_slot >= 0) {
+    mappings[free_slot].va = ptr;
+    mappings[free_slot].size = size;
+    mappings[free_slot].b = b;
+    b->refs++;
+    r = CUDA_SUCCESS;
+  }
+  pthread_mutex_unlock(&vmm_mu);
+  return r;
+}
+
+/* Whole mappings laid end to end, or an error before anything is unmapped. */
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  NEED_INIT();
+  pthread_mutex_lock(&vmm_mu);
+  int found[FAKE_MAX_MAPPINGS];
+  int n = 0;
+  uint64_t at = ptr;
+  while (at < ptr + size) {
+    int k = -1;
+    for (int i = 0; i < FAKE_MAX_MAPPINGS && k < 0; i++)
+      if (mappings[i].size && mappings[i].va == at) k = i;
+    if (k < 0 || at + mappings[k].size > ptr + size) break;
+    found[n++] = k;
+    at += mappings[k].size;
+  }
+  const int whole = size && at == ptr + size;
+  for (int i = 0; whole && i < n; i++) {
+    struct block *b = mappings[found[i]].b;
+    mappings[found[i]].size = 0;
+    handle_unref(b);
+  }
+  pthread_mutex_unlock(&vmm_mu);
+  return whole ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr) {
+  NEED_INIT();
+  pthread_mutex_lock(&vmm_mu);
+  CUresult r = CUDA_ERROR_INVALID_VALUE;
+  const uint64_t a = (uint64_t)(uintptr_t)addr;
+  for (int i = 0; h && i < FAKE_MAX_MAPPINGS; i++)
+    if (mappings[i].size && a >= mappings[i].va && a < mappings[i].va + mappings[i].size) {
+      mappings[i].b->refs++;
+      *h = (CUmemGenericAllocationHandle)(uintptr_t)((char *)mappings[i].b + HDR);
+      r = CUDA_SUCCESS;
+      break;
+    }
+  pthread_mutex_unlock(&vmm_mu);
+  return r;
 }
 
 static size_t format_size(CUarray_format f) {

@@ -22,6 +22,10 @@
  *   hostile_test no-table    RLIMIT_AS set just above what the process maps
  *                            before its first allocation (the interposer's
  *                            table cannot be mapped): 1 MiB is refused
+ *   hostile_test vmm         cuMemCreate handles released while still mapped
+ *                            (NVIDIA's vectorAddMMAP does it): their memory
+ *                            stays charged until unmapped, and a retained
+ *                            reference holds it too
  *   hostile_test mipmap      mipmapped arrays with 0 levels (the driver makes
  *                            1) and with 1000 (it makes all of them): each is
  *                            charged what the driver allocates
@@ -212,6 +216,48 @@ int main(int argc, char **argv) {
     struct rlimit lim = {room, room};
     CHECK(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit");
     CHECK(cuMemAlloc_v2(&p, 1u << 20) == CUDA_ERROR_OUT_OF_MEMORY, "1 MiB with no allocation table");
+  } else if (!strcmp(mode, "vmm")) {
+    CUcontext ctx;
+    CHECK(!cuInit(0) && !cuDevicePrimaryCtxRetain(&ctx, 0) && !cuCtxSetCurrent(ctx), "a context");
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    const size_t size = 100 * MIB;
+    CUdeviceptr va[2] = {0, 0};
+    CUmemGenericAllocationHandle h = 0, again = 0;
+    for (int i = 0; i < 2; i++) {
+      CHECK(cuMemCreate(&h, size, &prop, 0) == CUDA_SUCCESS, "handle %d", i);
+      CHECK(cuMemAddressReserve(&va[i], size, 0, 0, 0) == CUDA_SUCCESS, "reserve %d", i);
+      CHECK(cuMemMap(va[i], size, 0, h, 0) == CUDA_SUCCESS, "map %d", i);
+      CHECK(cuMemRelease(h) == CUDA_SUCCESS, "release %d", i); /* mapped: the memory stays */
+    }
+    CHECK(cuMemCreate(&h, size, &prop, 0) == CUDA_ERROR_OUT_OF_MEMORY, "a third 100 MiB beside two mapped");
+    CHECK(cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)va[0]) == CUDA_SUCCESS, "retain");
+    CHECK(cuMemUnmap(va[0], size) == CUDA_SUCCESS, "unmap 0");
+    CHECK(cuMemCreate(&h, size, &prop, 0) == CUDA_ERROR_OUT_OF_MEMORY, "100 MiB while a retained handle holds one");
+    CHECK(cuMemRelease(again) == CUDA_SUCCESS, "release the retained handle");
+    CHECK(cuMemCreate(&h, size, &prop, 0) == CUDA_SUCCESS, "100 MiB once the first is unmapped and released");
+    CHECK(cuMemRelease(h) == CUDA_SUCCESS, "release it unmapped");
+    CHECK(cuMemUnmap(va[1], size) == CUDA_SUCCESS, "unmap 1");
+    CHECK(cuMemAddressFree(va[0], size) == CUDA_SUCCESS && cuMemAddressFree(va[1], size) == CUDA_SUCCESS, "free VA");
+    CHECK(cuMemCreate(&h, 200 * MIB, &prop, 0) == CUDA_SUCCESS, "200 MiB once everything is given back");
+    CHECK(cuMemRelease(h) == CUDA_SUCCESS, "release the 200 MiB");
+    /* 100 handles of 2 MiB mapped end to end, released at once, then
+     * unmapped by one call: each credited (and the tables grown past their
+     * first size and emptied again) */
+    CUdeviceptr range = 0;
+    CHECK(cuMemAddressReserve(&range, 200 * MIB, 0, 0, 0) == CUDA_SUCCESS, "reserve 200 MiB");
+    for (int i = 0; i < 100; i++) {
+      CUmemGenericAllocationHandle small = 0;
+      CHECK(cuMemCreate(&small, 2 * MIB, &prop, 0) == CUDA_SUCCESS, "2 MiB handle %d", i);
+      CHECK(cuMemMap(range + (CUdeviceptr)i * 2 * MIB, 2 * MIB, 0, small, 0) == CUDA_SUCCESS, "map %d", i);
+      CHECK(cuMemRelease(small) == CUDA_SUCCESS, "release %d", i);
+    }
+    CHECK(cuMemCreate(&h, 100 * MIB, &prop, 0) == CUDA_ERROR_OUT_OF_MEMORY, "100 MiB beside 100 mapped handles");
+    CHECK(cuMemUnmap(range, 200 * MIB) == CUDA_SUCCESS, "unmap the 100 at once");
+    CHECK(cuMemCreate(&h, 256 * MIB, &prop, 0) == CUDA_SUCCESS, "the whole limit once they are unmapped");
   } else if (!strcmp(mode, "mipmap")) {
     CUcontext ctx;
     CUdeviceptr p;

@@ -210,6 +210,13 @@ typedef enum CUmemAttach_flags_enum {
   X(cuMemCreate, (CUmemGenericAllocationHandle * handle, size_t size,                          \
                   const CUmemAllocationProp *prop, unsigned long long flags))                  \
   X(cuMemRelease, (CUmemGenericAllocationHandle handle))                                       \
+  X(cuMemAddressReserve, (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr,  \
+                          unsigned long long flags))                                           \
+  X(cuMemAddressFree, (CUdeviceptr ptr, size_t size))                                          \
+  X(cuMemMap, (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, \
+               unsigned long long flags))                                                      \
+  X(cuMemUnmap, (CUdeviceptr ptr, size_t size))                                                \
+  X(cuMemRetainAllocationHandle, (CUmemGenericAllocationHandle * handle, void *addr))          \
   X(cuArrayCreate_v2, (CUarray * pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray))        \
   X(cuArray3DCreate_v2, (CUarray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray))    \
   X(cuArrayDestroy, (CUarray hArray))                                                          \

@@ -1,6 +1,7 @@
 // Container edits applied to an OCI runtime spec, in the order and with the
-// semantics of the CDI reference library: an env entry replaces an existing
-// KEY= in place (a duplicate appended would be shadowed by the first one).
+// semantics of the CDI reference library: an env entry replaces in place the
+// last entry of its key (KEY=... or a bare KEY), the one runc gives the
+// process when a key stands twice.
 //
 // One difference: applying the same edits again changes nothing. containerd
 // 1.7+ (enable_cdi), CRI-O and podman apply CDI themselves before
@@ -74,10 +75,10 @@ void apply_env(OciSpec &oci, const std::vector<std::string> &env) {
   OciSpec &list = array_at(object_at(oci, "process", "process"), "env", "process.env");
   for (const auto &entry : env) {
     const std::string_view key = env_key(entry);
-    auto same_key = [&](const OciSpec &e) { return e.is_string() && env_sets(e.get_ref<const std::string &>(), key); };
-    auto it = std::find_if(list.begin(), list.end(), same_key);
-    if (it != list.end())
-      *it = entry;
+    auto same_key = [&](const OciSpec &e) { return e.is_string() && env_key(e.get_ref<const std::string &>()) == key; };
+    auto last = std::find_if(list.rbegin(), list.rend(), same_key);
+    if (last != list.rend())
+      *last = entry;
     else
       list.push_back(entry);
   }
@@ -85,13 +86,24 @@ void apply_env(OciSpec &oci, const std::vector<std::string> &env) {
 
 // Fills type, major/minor and mode from the host node when the spec left them
 // out, as the reference does: a node is complete with a type and a non-zero
-// major (or type p).
+// major (or type p). A complete node still takes the host node's mode when
+// the spec gave none (the reference since 1.1.0: runc would make it 0666),
+// and needs no host node.
 DeviceNode complete(const DeviceNode &in, const HostNodeLookup &lookup) {
   DeviceNode d = in;
   if (d.host_path.empty())
     d.host_path = d.path;
-  if (!d.type.empty() && (d.major != 0 || d.type == "p"))
+  if (!d.type.empty() && (d.major != 0 || d.type == "p")) {
+    if (!d.file_mode) {
+      try {
+        if (const HostNode host = lookup(d.host_path); host.type == d.type)
+          d.file_mode = host.mode;
+      } catch (const Error &) {
+        // none there: the spec said all a runtime needs
+      }
+    }
     return d;
+  }
   const HostNode host = with_context("device node " + quote(d.path), [&] { return lookup(d.host_path); });
   if (d.type.empty())
     d.type = host.type;

@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -65,6 +67,29 @@ TEST_CASE("apply: env replaces in place, later values win, no duplicates", "[cdi
   OciSpec oci = OciSpec::parse(kOci);
   apply_edits(oci, edits_of(R"({"env": ["VISIBLE=0", "NEW=1", "VISIBLE=1", "NEW=2", "KEEPX=y"]})"), no_lookup);
   CHECK(oci["process"]["env"] == OciSpec::parse(R"(["PATH=/bin", "KEEP=me", "VISIBLE=1", "NEW=2", "KEEPX=y"])"));
+
+  // A key twice in the spec: the last one is what runc gives the process,
+  // and what the reference replaces; a bare KEY is that key too.
+  OciSpec twice = OciSpec::parse(R"({"process": {"env": ["A=1", "A=2", "B", "BB=3"]}})");
+  apply_edits(twice, edits_of(R"({"env": ["A=3", "B=4"]})"), no_lookup);
+  CHECK(twice["process"]["env"] == OciSpec::parse(R"(["A=1", "A=3", "B=4", "BB=3"])"));
+}
+
+TEST_CASE("apply: a complete device node takes the host node's mode where the spec gave none", "[cdi][apply]") {
+  OciSpec oci = OciSpec::parse(kOci);
+  apply_edits(oci, edits_of(R"({"deviceNodes": [
+      {"path": "/dev/a", "hostPath": "/host/block", "type": "b", "major": 8, "minor": 1},
+      {"path": "/dev/b", "hostPath": "/host/block", "type": "b", "major": 8, "minor": 1, "fileMode": 384},
+      {"path": "/dev/c", "hostPath": "/host/gpu0", "type": "b", "major": 8, "minor": 1}]})"),
+              fake_lookup);
+  std::map<std::string, OciSpec> by_path;
+  for (const auto &d : oci["linux"]["devices"])
+    by_path[d["path"].get<std::string>()] = d;
+  REQUIRE(by_path.count("/dev/a") + by_path.count("/dev/b") + by_path.count("/dev/c") == 3);
+  CHECK(by_path["/dev/a"]["fileMode"] == 0660);        // the host node's, as the reference (1.1.0) does
+  CHECK(by_path["/dev/b"]["fileMode"] == 0600);        // the spec's own wins
+  CHECK_FALSE(by_path["/dev/c"].contains("fileMode")); // a host node of another type lends nothing
+  CHECK(by_path["/dev/a"]["major"] == 8);              // and the spec's numbers stand
 }
 
 TEST_CASE("apply: device nodes are completed from the host, replace same path, get cgroup rules", "[cdi][apply]") {
@@ -80,7 +105,7 @@ TEST_CASE("apply: device nodes are completed from the host, replace same path, g
   // The original /dev/gpu0 (9:9) is gone, replaced by the host's 195:0.
   CHECK(devs[0] == OciSpec::parse(R"({"path": "/dev/gpu0", "type": "c", "major": 195, "minor": 0, "fileMode": 438, "uid": 1000, "gid": 1001})"));
   CHECK(devs[1] == OciSpec::parse(R"({"path": "/dev/blk", "type": "b", "major": 8, "minor": 1, "fileMode": 432, "uid": 7, "gid": 1001})"));
-  // Complete node: no lookup, no fileMode invented.
+  // Complete node without a host node: nothing looked up is needed, no fileMode invented.
   CHECK(devs[2] == OciSpec::parse(R"({"path": "/dev/full", "type": "c", "major": 1, "minor": 7, "uid": 1000, "gid": 8})"));
   CHECK(devs[3]["type"] == "p");
   const auto &rules = oci["linux"]["resources"]["devices"];

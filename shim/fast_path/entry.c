@@ -15,6 +15,7 @@
  * glibc has not set up), no call the compiler might invent (memcpy, strlen:
  * glibc's are IFUNCs, unresolved this early), no sanitizer. A test checks the
  * object file references nothing but _start and fast_path.c. */
+#include "build_id.h"
 #include "fast_path.h"
 #include "startup_pages.h"
 
@@ -516,8 +517,12 @@ static void try_fast_path(int argc, char **argv, char **envp, const unsigned lon
   long config_len = 0;
   const char *config_bytes = 0;
   const int config = read_config(config_path, &config_bytes, &config_len);
-  if (config < 0 ||
-      !gpuslice_fp_record_matches(&r, config_path, config_bytes, (size_t)config_len, env_value(envp, "PATH")))
+  const Elf64_Phdr *phdr = (const Elf64_Phdr *)aux_value(auxv, AT_PHDR);
+  const unsigned long phnum = aux_value(auxv, AT_PHNUM);
+  char build_id[2 * GPUSLICE_FP_MAX_BUILD_ID + 1];
+  gpuslice_fp_build_id(phdr, phnum, gpuslice_fp_load_bias(phdr, phnum), build_id);
+  if (config < 0 || !gpuslice_fp_record_matches(&r, build_id, config_path, config_bytes, (size_t)config_len,
+                                                env_value(envp, "PATH")))
     return;
   read_arena.handover.record = record_bytes;
   read_arena.handover.record_size = record_size;

@@ -140,6 +140,8 @@ int gpuslice_fp_parse_record(char *buf, size_t len, struct gpuslice_fp_record *o
   char *p = buf + magic_len, *end = buf + len;
   const char *line, *v;
 
+  if (!(line = take_line(&p, end)) || !(out->writer = after(line, "writer ")) || !*out->writer)
+    return -1;
   if (!(line = take_line(&p, end)) || !absolute(out->config_path = after(line, "config ")))
     return -1;
   if (!(line = take_line(&p, end)))
@@ -199,8 +201,10 @@ int gpuslice_fp_parse_record(char *buf, size_t len, struct gpuslice_fp_record *o
   return 0;
 }
 
-int gpuslice_fp_record_matches(const struct gpuslice_fp_record *r, const char *config_path, const char *config,
-                               size_t config_size, const char *path_env) {
+int gpuslice_fp_record_matches(const struct gpuslice_fp_record *r, const char *build_id, const char *config_path,
+                               const char *config, size_t config_size, const char *path_env) {
+  if (!build_id || !*build_id || !gpuslice_fp_streq(r->writer, build_id))
+    return 0;
   if (!gpuslice_fp_streq(r->config_path, config_path))
     return 0;
   if (!config != !!r->config_absent)

@@ -28,7 +28,7 @@ extern "C" {
 /* Where the full program keeps its records, one per config path (its
  * FNV-1a name below): root's, on /run so that a boot forgets them. */
 #define GPUSLICE_FAST_PATH_DIR "/run/gpuslice/runtime-fast-path"
-#define GPUSLICE_FAST_PATH_MAGIC "gpuslice-runtime fast path 3\n"
+#define GPUSLICE_FAST_PATH_MAGIC "gpuslice-runtime fast path 4\n"
 /* The largest config file whose bytes a record holds; a larger one always
  * takes the full program. */
 #define GPUSLICE_FAST_PATH_MAX_CONFIG 16384
@@ -96,6 +96,11 @@ void gpuslice_fp_record_name(const char *s, char out[17]);
 #define GPUSLICE_FP_MAX_CREATE_TRIGGERS 16
 
 struct gpuslice_fp_record {
+  /* The build id (hex) of the program that wrote it: what it decided
+   * (its create triggers above all) is that build's, and a binary acts only
+   * on its own build's records (an upgrade that adds a way to ask for a GPU
+   * must not meet a record that does not know it). */
+  const char *writer;
   const char *config_path;
   int config_absent;       /* the full program found no file there */
   const char *path_env;    /* NULL: $PATH was unset */
@@ -121,10 +126,11 @@ struct gpuslice_fp_record {
  * format fast_path_cache writes. */
 int gpuslice_fp_parse_record(char *buf, size_t len, struct gpuslice_fp_record *out);
 
-/* Whether the record was written for this config path, these config bytes
+/* Whether the record was written by this build (build_id: its hex; empty:
+ * none, and nothing matches) for this config path, these config bytes
  * (config == NULL: no file there) and this $PATH (NULL: unset). */
-int gpuslice_fp_record_matches(const struct gpuslice_fp_record *r, const char *config_path, const char *config,
-                               size_t config_size, const char *path_env);
+int gpuslice_fp_record_matches(const struct gpuslice_fp_record *r, const char *build_id, const char *config_path,
+                               const char *config, size_t config_size, const char *path_env);
 
 /* The bundle of a create or run (argv[verb] the verb) whose flags are all
  * ones this knows, of runc's and crun's create and run, with one container

@@ -58,12 +58,14 @@ std::optional<Config> config_from_snapshot(std::string_view snapshot, const std:
 
 std::optional<std::string> fast_path_record(const FastPathFacts &f) {
   const std::string state_dir = fs::is_absolute(f.state_dir) ? fs::clean_path(f.state_dir) : std::string();
-  if (!fs::is_absolute(f.config_path) || !fs::is_absolute(f.runtime) || state_dir.empty() ||
+  if (f.writer.empty() || !one_line(f.writer) || !fs::is_absolute(f.config_path) || !fs::is_absolute(f.runtime) ||
+      state_dir.empty() ||
       !one_line(f.config_path) || !one_line(f.runtime) || !one_line(state_dir) || (f.path_env && !one_line(*f.path_env)))
     return std::nullopt;
   if (f.config_text && f.config_text->size() > GPUSLICE_FAST_PATH_MAX_CONFIG)
     return std::nullopt;
   std::string r = GPUSLICE_FAST_PATH_MAGIC;
+  r += "writer " + f.writer + "\n";
   r += "config " + f.config_path + "\n";
   r += f.path_env ? "PATH=" + *f.path_env + "\n" : std::string("PATH unset\n");
   r += "runtime " + f.runtime + "\n";
@@ -102,8 +104,8 @@ void save_fast_path_record(const std::string &config_path, const std::optional<s
   struct stat st {};
   if (::stat(runtime.c_str(), &st) != 0)
     return;
-  FastPathFacts facts{config_path, config_text, std::nullopt, runtime, major(st.st_dev), minor(st.st_dev),
-                      st.st_ino, state_dir, create_triggers, config_parsed};
+  FastPathFacts facts{own_build_id(), config_path, config_text, std::nullopt, runtime, major(st.st_dev),
+                      minor(st.st_dev), st.st_ino, state_dir, create_triggers, config_parsed};
   if (const char *path = std::getenv("PATH"))
     facts.path_env = path;
   const auto record = fast_path_record(facts);

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -433,6 +434,26 @@ def test_only_a_record_of_roots_that_names_the_same_runtime_is_trusted(gpuslice_
         assert_took("full", rt, log, "state", cid)  # and none saved there
     finally:
         os.chmod(RECORD_DIR, mode)
+    assert_took("fast", rt, log, "state", cid)
+    rt.delete(cid)
+
+
+def test_a_record_another_build_wrote_goes_through_the_full_program(gpuslice_runtime, fresh_record, bundle, cid,
+                                                                    test_tmp):
+    """What a record says (above all which config.json keys ask for a GPU) is
+    the decision of the build that wrote it: after an upgrade, the new
+    binary's entry must not act on the old one's record."""
+    rt, log = gpuslice_runtime, test_tmp / "strace.log"
+    created_for_the_fast_path(rt, log, bundle, cid)
+    notes = subprocess.run(["readelf", "-n", rt.argv[0]], capture_output=True, text=True, check=True).stdout
+    build_id = re.search(r"Build ID: ([0-9a-f]+)", notes).group(1)
+    lines = fresh_record.read_bytes().split(b"\n")
+    assert lines[1] == b"writer " + build_id.encode(), lines[:2]
+    other = build_id[:-1] + ("0" if build_id[-1] != "0" else "1")
+    lines[1] = b"writer " + other.encode()
+    fresh_record.write_bytes(b"\n".join(lines))
+    assert_took("full", rt, log, "state", cid)
+    assert fresh_record.read_bytes().split(b"\n")[1] == b"writer " + build_id.encode()  # saved anew
     assert_took("fast", rt, log, "state", cid)
     rt.delete(cid)
 

@@ -11,10 +11,17 @@
 #include "gpuslice/shim/sharing.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
+#include "../../shim/fast_path/build_id.h"
 #include "../../shim/fast_path/fast_path.h"
+#include "../../shim/fast_path/startup_pages.h"
 #include "tempdir.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <elf.h>
+#include <sys/auxv.h>
+
+#include <cstring>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -33,6 +40,7 @@ namespace {
 
 FastPathFacts sample_facts() {
   FastPathFacts f;
+  f.writer = "0123abcd";
   f.config_path = "/etc/gpuslice/config.toml";
   f.config_text = "[runtime]\nruntimes = [\"runc\"]\n";
   f.path_env = "/usr/sbin:/usr/bin";
@@ -60,8 +68,8 @@ Parsed parse_record(const std::string &bytes) {
 }
 
 bool matches(const gpuslice_fp_record &r, const std::string &config_path, const std::optional<std::string> &config,
-             const char *path_env) {
-  return gpuslice_fp_record_matches(&r, config_path.c_str(), config ? config->data() : nullptr,
+             const char *path_env, const char *build_id = "0123abcd") {
+  return gpuslice_fp_record_matches(&r, build_id, config_path.c_str(), config ? config->data() : nullptr,
                                     config ? config->size() : 0, path_env) != 0;
 }
 
@@ -153,7 +161,14 @@ TEST_CASE("fast path: reads back the record the full program writes", "[fast-pat
   REQUIRE(p.r.config_parsed != nullptr);
   CHECK(std::string(p.r.config_parsed, p.r.config_parsed_size) == *facts.config_parsed);
 
+  CHECK(std::string(p.r.writer) == "0123abcd");
   CHECK(matches(p.r, facts.config_path, facts.config_text, "/usr/sbin:/usr/bin"));
+  // Another build's record (an upgrade's old or new binary), or a binary
+  // without a build id: no match, whatever else matches.
+  CHECK_FALSE(matches(p.r, facts.config_path, facts.config_text, "/usr/sbin:/usr/bin", "0123abce"));
+  CHECK_FALSE(matches(p.r, facts.config_path, facts.config_text, "/usr/sbin:/usr/bin", "0123abcd0"));
+  CHECK_FALSE(matches(p.r, facts.config_path, facts.config_text, "/usr/sbin:/usr/bin", ""));
+  CHECK_FALSE(matches(p.r, facts.config_path, facts.config_text, "/usr/sbin:/usr/bin", nullptr));
   // Anything else the full program would read differently: no match.
   CHECK_FALSE(matches(p.r, "/etc/gpuslice/other.toml", facts.config_text, "/usr/sbin:/usr/bin"));
   CHECK_FALSE(matches(p.r, facts.config_path, *facts.config_text + " ", "/usr/sbin:/usr/bin"));
@@ -186,6 +201,7 @@ TEST_CASE("fast path: no config file and no PATH are recorded as such", "[fast-p
 
 TEST_CASE("fast path: no record for what it could not compare or use", "[fast-path]") {
   const std::vector<std::pair<const char *, void (*)(FastPathFacts &)>> unusable = {
+      {"no build id", [](FastPathFacts &f) { f.writer.clear(); }},
       {"relative state dir", [](FastPathFacts &f) { f.state_dir = "run/gpuslice"; }},
       {"relative runtime", [](FastPathFacts &f) { f.runtime = "runc"; }},
       {"relative config path", [](FastPathFacts &f) { f.config_path = "config.toml"; }},
@@ -275,7 +291,9 @@ TEST_CASE("fast path: any record not exactly as written is refused", "[fast-path
     REQUIRE(at != std::string::npos);
     return s.replace(at, from.size(), to);
   };
-  CHECK(parse_record(replaced("fast path 3", "fast path 2")).rc == -1); // an older gpuslice's
+  CHECK(parse_record(replaced("fast path 4", "fast path 3")).rc == -1); // an older gpuslice's
+  CHECK(parse_record(replaced("writer 0123abcd\n", "writer \n")).rc == -1);
+  CHECK(parse_record(replaced("writer 0123abcd\n", "")).rc == -1);
   CHECK(parse_record(replaced("create-triggers 2\n", "create-triggers 3\n")).rc == -1);
   CHECK(parse_record(replaced("create-triggers 2\n", "create-triggers 02\n")).rc == -1);
   CHECK(parse_record(replaced("create-triggers 2\ncdi.k8s.io/\n", "create-triggers 2\n\n")).rc == -1);
@@ -594,4 +612,46 @@ TEST_CASE("fast path: records past kMaxFastPathRecords (one per config path) are
   const std::string last = save(static_cast<int>(kMaxFastPathRecords));
   CHECK(count() == kMaxFastPathRecords * 3 / 4);
   CHECK(std::filesystem::exists(last));
+}
+
+TEST_CASE("fast path: the entry reads the build id the full program records", "[fast-path]") {
+  // This very binary's program headers, as the entry reads its own: the
+  // same id as own_build_id() finds through the loader.
+  const auto *phdr = reinterpret_cast<const Elf64_Phdr *>(::getauxval(AT_PHDR));
+  const std::size_t phnum = ::getauxval(AT_PHNUM);
+  char hex[2 * GPUSLICE_FP_MAX_BUILD_ID + 1];
+  const std::size_t n = gpuslice_fp_build_id(phdr, phnum, gpuslice_fp_load_bias(phdr, phnum), hex);
+  REQUIRE_FALSE(own_build_id().empty());
+  CHECK(n == own_build_id().size());
+  CHECK(std::string(hex) == own_build_id());
+
+  // Made-up notes: the GNU build id among others, a truncated one, none.
+  struct Notes {
+    Elf64_Phdr phdr[2];
+    alignas(4) unsigned char bytes[96];
+  } notes{};
+  std::size_t at = 0;
+  auto note = [&](const char *name, std::uint32_t namesz, std::uint32_t type, std::vector<unsigned char> desc) {
+    const Elf64_Nhdr h{namesz, static_cast<std::uint32_t>(desc.size()), type};
+    std::memcpy(notes.bytes + at, &h, sizeof h);
+    at += sizeof h;
+    std::memcpy(notes.bytes + at, name, namesz);
+    at += (namesz + 3) & ~3u;
+    std::memcpy(notes.bytes + at, desc.data(), desc.size());
+    at += (desc.size() + 3) & ~3u;
+  };
+  note("GNU", 4, NT_GNU_ABI_TAG, {0, 0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0});
+  note("XYZ", 4, NT_GNU_BUILD_ID, {1, 2});
+  note("GNU", 4, NT_GNU_BUILD_ID, {0xde, 0xad, 0x0b, 0xef});
+  notes.phdr[0].p_type = PT_LOAD;
+  notes.phdr[1].p_type = PT_NOTE;
+  notes.phdr[1].p_vaddr = 0x1000;
+  notes.phdr[1].p_memsz = at;
+  const unsigned long bias = reinterpret_cast<unsigned long>(notes.bytes) - 0x1000;
+  CHECK(gpuslice_fp_build_id(notes.phdr, 2, bias, hex) == 8);
+  CHECK(std::string(hex) == "dead0bef");
+  notes.phdr[1].p_memsz = at - 1; // its descriptor cut short: not read past
+  CHECK(gpuslice_fp_build_id(notes.phdr, 2, bias, hex) == 0);
+  CHECK(std::string(hex).empty());
+  CHECK(gpuslice_fp_build_id(notes.phdr, 1, bias, hex) == 0); // no note segment
 }

@@ -15,6 +15,7 @@
 namespace gpuslice::shim {
 
 struct FastPathFacts {
+  std::string writer; // the build id of the binary that writes it (own_build_id); empty: no record
   std::string config_path;
   std::optional<std::string> config_text; // nullopt: no file there (the defaults)
   std::optional<std::string> path_env;    // nullopt: $PATH unset
@@ -36,8 +37,8 @@ std::optional<std::string> config_snapshot(const Config &config, const std::stri
 // anything else, which the caller then parses from the text.
 std::optional<Config> config_from_snapshot(std::string_view snapshot, const std::string &build_id = own_build_id());
 
-// The record's bytes; nullopt when the fast path could not use one (a
-// relative path, a newline in a value, a config too large to hold, a
+// The record's bytes; nullopt when the fast path could not use one (no
+// writer's build id, a relative path, a newline in a value, a config too large to hold, a
 // record too large for the entry to read). The parsed config is left out
 // of a record it would make too large.
 std::optional<std::string> fast_path_record(const FastPathFacts &facts);

@@ -64,10 +64,14 @@ static int valid(const struct gs_region *r) {
 }
 
 /* No region to share: private memory keeps the compute bookkeeping of this
- * process, and `why` (non-empty) refuses every memory charge. */
+ * process, and `why` (non-empty) refuses every memory charge. Static, not
+ * allocated: with no memory to be had (an RLIMIT_AS set low on purpose) a
+ * failed allocation would leave no region, and so no limit. */
+static struct gs_region private_region;
+
 static void use_private(const char *why) {
-  gs_reg = calloc(1, sizeof *gs_reg);
-  if (!gs_reg) return;
+  memset(&private_region, 0, sizeof private_region);
+  gs_reg = &private_region;
   gs_reg->magic = GS_REGION_MAGIC;
   my_index = 0;
   reg_shared = 0;
@@ -198,7 +202,6 @@ void gs_region_close_after_fork(void) {
   /* Closing our copy of the descriptor keeps the parent's lock (it is the
    * parent's open file description); the child claims its own slot later. */
   if (reg_shared && gs_reg) munmap(gs_reg, GS_REGION_SIZE);
-  else free(gs_reg);
   if (reg_fd >= 0) close(reg_fd);
   reg_fd = -1;
   reg_shared = 0;

@@ -19,9 +19,10 @@
  *   hostile_test first       a process whose first call after cuInit is one
  *                            the interposer passes through (a NULL descriptor
  *                            or property): the driver's error, not a crash
- *   hostile_test no-table    RLIMIT_AS set just above what the process maps
- *                            before its first allocation (the interposer's
- *                            table cannot be mapped): 1 MiB is refused
+ *   hostile_test no-table    RLIMIT_AS set to what the process maps before
+ *                            its first allocation (the interposer's table
+ *                            cannot be mapped, nor much else): 1 MiB is
+ *                            refused
  *   hostile_test vmm         cuMemCreate handles released while still mapped
  *                            (NVIDIA's vectorAddMMAP does it): their memory
  *                            stays charged until unmapped, and a retained
@@ -212,7 +213,7 @@ int main(int argc, char **argv) {
     FILE *statm = fopen("/proc/self/statm", "r");
     CHECK(statm && fscanf(statm, "%lu", &pages) == 1, "/proc/self/statm");
     if (statm) fclose(statm);
-    const rlim_t room = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (1u << 20); /* the table needs 4 MiB */
+    const rlim_t room = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE); /* the table needs 4 MiB more */
     struct rlimit lim = {room, room};
     CHECK(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit");
     CHECK(cuMemAlloc_v2(&p, 1u << 20) == CUDA_ERROR_OUT_OF_MEMORY, "1 MiB with no allocation table");

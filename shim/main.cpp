@@ -124,15 +124,16 @@ int run(shim::CommandLine &cl) {
       return fail(cl, config, e.message());
   }
 
-  std::string runtime;
+  shim::FoundRuntime found;
   try {
-    runtime = shim::find_runtime(config);
+    found = shim::locate_runtime(config);
   } catch (const Error &e) {
     return fail(cl, config, e.message());
   }
+  const std::string &runtime = found.path;
   // What the next calls' fast path (shim/fast_path/) may rely on.
   if (config_read)
-    shim::save_fast_path_record(config_file, config_text, runtime, config.state_dir, shim::create_triggers(config),
+    shim::save_fast_path_record(config_file, config_text, found, config.state_dir, shim::create_triggers(config),
                                 config_parsed, GPUSLICE_FAST_PATH_DIR,
                                 config_handed && handed.record
                                     ? std::optional<std::string_view>(std::in_place, handed.record, handed.record_size)

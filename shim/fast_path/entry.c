@@ -65,8 +65,8 @@ static int sys_openat(int dir, const char *path, int flags) {
 }
 static void sys_close(int fd) { sys_call(__NR_close, fd, 0, 0, 0, 0); }
 static long sys_statx(int dir, const char *path, int flags, struct statx *st) {
-  return sys_call(__NR_statx, dir, (long)path, flags, STATX_TYPE | STATX_MODE | STATX_UID | STATX_INO | STATX_SIZE,
-                  (long)st);
+  return sys_call(__NR_statx, dir, (long)path, flags,
+                  STATX_TYPE | STATX_MODE | STATX_UID | STATX_INO | STATX_SIZE | STATX_MTIME, (long)st);
 }
 
 /* Reads all of `fd` into buf (at most max bytes); -1 when larger or on error. */
@@ -545,6 +545,15 @@ static void try_fast_path(int argc, char **argv, char **envp, const unsigned lon
   if (sys_statx(AT_FDCWD, r.runtime, 0, &st) != 0 || !S_ISREG(st.stx_mode) || st.stx_ino != r.runtime_ino ||
       st.stx_dev_major != r.runtime_dev_major || st.stx_dev_minor != r.runtime_dev_minor)
     return;
+  /* and still the one the search would find: nothing came or went in a
+   * directory it looked in first */
+  for (int i = 0; i < r.searched_dirs; ++i) {
+    const int there = sys_statx(AT_FDCWD, r.searched_dir[i], 0, &st) == 0;
+    if (there == r.searched_dir_absent[i] ||
+        (there && ((unsigned long long)st.stx_mtime.tv_sec != r.searched_dir_sec[i] ||
+                   st.stx_mtime.tv_nsec != r.searched_dir_nsec[i])))
+      return;
+  }
   char *const program = argv[0];
   argv[0] = (char *)r.runtime;
   if (stateful_delete)

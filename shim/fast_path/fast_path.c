@@ -158,6 +158,22 @@ int gpuslice_fp_parse_record(char *buf, size_t len, struct gpuslice_fp_record *o
       !(v = parse_u64(v, ' ', &out->runtime_dev_major)) || !(v = parse_u64(v + 1, ' ', &out->runtime_dev_minor)) ||
       !parse_u64(v + 1, '\0', &out->runtime_ino))
     return -1;
+  unsigned long long searched;
+  if (!(line = take_line(&p, end)) || !(v = after(line, "searched-before ")) || !parse_u64(v, '\0', &searched) ||
+      searched > GPUSLICE_FP_MAX_SEARCHED_DIRS)
+    return -1;
+  out->searched_dirs = (int)searched;
+  for (int i = 0; i < out->searched_dirs; ++i) {
+    if (!(line = take_line(&p, end)))
+      return -1;
+    out->searched_dir_absent[i] = (v = after(line, "absent ")) != 0;
+    out->searched_dir_sec[i] = out->searched_dir_nsec[i] = 0;
+    if (!v && (!(v = parse_u64(line, '.', &out->searched_dir_sec[i])) ||
+               !(v = parse_u64(v + 1, ' ', &out->searched_dir_nsec[i])) || !*v++))
+      return -1;
+    if (!absolute(out->searched_dir[i] = v))
+      return -1;
+  }
   if (!(line = take_line(&p, end)) || !absolute(out->state_dir = after(line, "state-dir ")))
     return -1;
   if (!(line = take_line(&p, end)) || !(v = after(line, "create-triggers ")))

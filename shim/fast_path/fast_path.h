@@ -94,6 +94,8 @@ void gpuslice_fp_record_name(const char *s, char out[17]);
  * place), the config's bytes last. */
 /* The most create triggers a record holds (more: no create on the fast path). */
 #define GPUSLICE_FP_MAX_CREATE_TRIGGERS 16
+/* The most directories searched before the runtime a record holds (more: no record). */
+#define GPUSLICE_FP_MAX_SEARCHED_DIRS 32
 
 struct gpuslice_fp_record {
   /* The build id (hex) of the program that wrote it: what it decided
@@ -106,6 +108,13 @@ struct gpuslice_fp_record {
   const char *path_env;    /* NULL: $PATH was unset */
   const char *runtime;     /* absolute */
   unsigned long long runtime_dev_major, runtime_dev_minor, runtime_ino;
+  /* The directories searched before the runtime was found, each with its
+   * mtime then (absent: it was not there); a change of any (a runtime that
+   * would now come first) takes the call to the full program. */
+  int searched_dirs;
+  const char *searched_dir[GPUSLICE_FP_MAX_SEARCHED_DIRS];
+  int searched_dir_absent[GPUSLICE_FP_MAX_SEARCHED_DIRS];
+  unsigned long long searched_dir_sec[GPUSLICE_FP_MAX_SEARCHED_DIRS], searched_dir_nsec[GPUSLICE_FP_MAX_SEARCHED_DIRS];
   const char *state_dir;   /* absolute, clean */
   /* What in a config.json makes the full program look at a create
    * (shim::create_triggers: the annotation prefixes, the env names of

@@ -71,6 +71,15 @@ std::optional<std::string> fast_path_record(const FastPathFacts &f) {
   r += "runtime " + f.runtime + "\n";
   r += "runtime-id " + std::to_string(f.runtime_dev_major) + " " + std::to_string(f.runtime_dev_minor) + " " +
        std::to_string(f.runtime_ino) + "\n";
+  if (f.runtime_searched_before.size() > GPUSLICE_FP_MAX_SEARCHED_DIRS)
+    return std::nullopt;
+  r += "searched-before " + std::to_string(f.runtime_searched_before.size()) + "\n";
+  for (const auto &d : f.runtime_searched_before) {
+    if (!fs::is_absolute(d.path) || !one_line(d.path) || d.mtime_sec < 0 || d.mtime_nsec < 0)
+      return std::nullopt;
+    r += (d.exists ? std::to_string(d.mtime_sec) + "." + std::to_string(d.mtime_nsec) : std::string("absent")) + " " +
+         d.path + "\n";
+  }
   r += "state-dir " + state_dir + "\n";
   const auto &triggers = f.create_triggers;
   const bool usable = triggers && triggers->size() <= GPUSLICE_FP_MAX_CREATE_TRIGGERS &&
@@ -95,17 +104,16 @@ std::optional<std::string> fast_path_record(const FastPathFacts &f) {
 }
 
 void save_fast_path_record(const std::string &config_path, const std::optional<std::string> &config_text,
-                           const std::string &runtime, const std::string &state_dir,
+                           const FoundRuntime &runtime, const std::string &state_dir,
                            const std::vector<std::string> &create_triggers,
                            const std::optional<std::string> &config_parsed, const std::string &dir,
                            std::optional<std::string_view> on_disk) {
   if (::geteuid() != 0)
     return;
+  FastPathFacts facts{own_build_id(), config_path,     config_text,       std::nullopt,
+                      runtime.path,   runtime.dev_major, runtime.dev_minor, runtime.ino,
+                      runtime.searched_before, state_dir, create_triggers,  config_parsed};
   struct stat st {};
-  if (::stat(runtime.c_str(), &st) != 0)
-    return;
-  FastPathFacts facts{own_build_id(), config_path, config_text, std::nullopt, runtime, major(st.st_dev),
-                      minor(st.st_dev), st.st_ino, state_dir, create_triggers, config_parsed};
   if (const char *path = std::getenv("PATH"))
     facts.path_env = path;
   const auto record = fast_path_record(facts);

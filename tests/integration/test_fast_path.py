@@ -458,6 +458,43 @@ def test_a_record_another_build_wrote_goes_through_the_full_program(gpuslice_run
     rt.delete(cid)
 
 
+def test_a_runtime_that_would_now_be_found_first_goes_through_the_full_program(gpuslice_runtime, bundle, cid,
+                                                                                 test_tmp):
+    """The record names the runtime the search found; one put since in a
+    directory the search looked in first (a crun installed, a runc in
+    /usr/local/sbin) is the one the full program would run: the next call is
+    the full program's, which finds it and records it."""
+    log = test_tmp / "strace.log"
+    name = "gpuslice-test-" + Path(gpuslice_runtime.lowlevel.argv[0]).name
+    first, second = test_tmp / "first", test_tmp / "second"
+    first.mkdir()
+    second.mkdir()
+    shutil.copy2(gpuslice_runtime.lowlevel.argv[0], second / name)
+    config = test_tmp / "by-name.toml"
+    config.write_text(Path(gpuslice_runtime.env["GPUSLICE_CONFIG"]).read_text()
+                      .replace(f'"{gpuslice_runtime.lowlevel.argv[0]}"', f'"{name}"'))
+    assert f'"{name}"' in config.read_text()
+    env = dict(gpuslice_runtime.env, GPUSLICE_CONFIG=str(config), PATH=f"{first}:{second}:{os.environ['PATH']}")
+    lowlevel = ocitest.Runtime(name, [str(second / name)], gpuslice_runtime.root)
+    rt = ocitest.Runtime("gpuslice by name", gpuslice_runtime.argv, gpuslice_runtime.root, env=env, lowlevel=lowlevel)
+    record = record_of(rt)
+    try:
+        created_for_the_fast_path(rt, log, bundle, cid)
+        assert f"\nruntime {second / name}\n".encode() in record.read_bytes()
+        assert_took("fast", rt, log, "state", cid)
+        (first / "unrelated").write_text("")  # any change there: one look again
+        assert_took("full", rt, log, "state", cid)
+        assert_took("fast", rt, log, "state", cid)
+        shutil.copy2(gpuslice_runtime.lowlevel.argv[0], first / name)  # now found first
+        rt.lowlevel = ocitest.Runtime(name, [str(first / name)], gpuslice_runtime.root)
+        assert_took("full", rt, log, "state", cid)
+        assert f"\nruntime {first / name}\n".encode() in record.read_bytes()  # recorded anew
+        assert_took("fast", rt, log, "state", cid)
+        rt.delete(cid)
+    finally:
+        record.unlink(missing_ok=True)
+
+
 def test_a_replaced_runtime_goes_through_the_full_program(gpuslice_runtime, bundle, cid, test_tmp):
     log = test_tmp / "strace.log"
     copy = test_tmp / "bin" / Path(gpuslice_runtime.lowlevel.argv[0]).name

@@ -38,6 +38,13 @@ using namespace gpuslice::shim;
 
 namespace {
 
+// /bin/true as locate_runtime finds it named absolutely.
+FoundRuntime bin_true() {
+  Config config;
+  config.runtimes = {"/bin/true"};
+  return locate_runtime(config);
+}
+
 FastPathFacts sample_facts() {
   FastPathFacts f;
   f.writer = "0123abcd";
@@ -48,6 +55,7 @@ FastPathFacts sample_facts() {
   f.runtime_dev_major = 259;
   f.runtime_dev_minor = 2;
   f.runtime_ino = 1234567;
+  f.runtime_searched_before = {{"/usr/local/sbin", true, 1700000000, 5}, {"/usr/local/bin", false, 0, 0}};
   f.state_dir = "/run/gpuslice/";
   f.create_triggers = std::vector<std::string>{"cdi.k8s.io/", "GPUSLICE_MEMORY_LIMIT"};
   f.config_parsed = std::string("parsed\n\0config-bytes 1\n", 24); // bytes the entry skips, lines or not
@@ -153,6 +161,13 @@ TEST_CASE("fast path: reads back the record the full program writes", "[fast-pat
   CHECK(p.r.runtime_dev_major == 259);
   CHECK(p.r.runtime_dev_minor == 2);
   CHECK(p.r.runtime_ino == 1234567);
+  REQUIRE(p.r.searched_dirs == 2);
+  CHECK(std::string(p.r.searched_dir[0]) == "/usr/local/sbin");
+  CHECK(p.r.searched_dir_absent[0] == 0);
+  CHECK(p.r.searched_dir_sec[0] == 1700000000);
+  CHECK(p.r.searched_dir_nsec[0] == 5);
+  CHECK(std::string(p.r.searched_dir[1]) == "/usr/local/bin");
+  CHECK(p.r.searched_dir_absent[1] == 1);
   CHECK(p.r.config_absent == 0);
   CHECK(std::string(p.r.config, p.r.config_size) == *facts.config_text);
   REQUIRE(p.r.create_triggers == 2);
@@ -203,6 +218,10 @@ TEST_CASE("fast path: no record for what it could not compare or use", "[fast-pa
   const std::vector<std::pair<const char *, void (*)(FastPathFacts &)>> unusable = {
       {"no build id", [](FastPathFacts &f) { f.writer.clear(); }},
       {"relative state dir", [](FastPathFacts &f) { f.state_dir = "run/gpuslice"; }},
+      {"a relative searched dir", [](FastPathFacts &f) { f.runtime_searched_before[0].path = "usr/bin"; }},
+      {"a newline in a searched dir", [](FastPathFacts &f) { f.runtime_searched_before[0].path = "/a\nb"; }},
+      {"too many searched dirs",
+       [](FastPathFacts &f) { f.runtime_searched_before.resize(GPUSLICE_FP_MAX_SEARCHED_DIRS + 1, {"/d", false, 0, 0}); }},
       {"relative runtime", [](FastPathFacts &f) { f.runtime = "runc"; }},
       {"relative config path", [](FastPathFacts &f) { f.config_path = "config.toml"; }},
       {"a newline in PATH", [](FastPathFacts &f) { f.path_env = "/bin\nruntime /tmp/evil"; }},
@@ -300,6 +319,13 @@ TEST_CASE("fast path: any record not exactly as written is refused", "[fast-path
   CHECK(parse_record(replaced("create-triggers 2\ncdi.k8s.io/\nGPUSLICE_MEMORY_LIMIT\n", "create-triggers 0\n")).rc == 0);
   CHECK(parse_record(replaced("create-triggers 2\ncdi.k8s.io/\nGPUSLICE_MEMORY_LIMIT\n", "create-triggers 17\n")).rc == -1);
   CHECK(parse_record(replaced("create-triggers 2\ncdi.k8s.io/\nGPUSLICE_MEMORY_LIMIT\n", "create-triggers none\n")).rc == 0);
+  CHECK(parse_record(replaced("searched-before 2\n", "searched-before 3\n")).rc == -1);
+  CHECK(parse_record(replaced("1700000000.5 /usr", "1700000000.05 /usr")).rc == -1);
+  CHECK(parse_record(replaced("1700000000.5 /usr", "1700000000.5  /usr")).rc == -1);
+  CHECK(parse_record(replaced("1700000000.5 /usr", "1700000000 /usr")).rc == -1);
+  CHECK(parse_record(replaced("absent /usr/local/bin", "absent usr/local/bin")).rc == -1);
+  CHECK(parse_record(replaced("searched-before 2\n1700000000.5 /usr/local/sbin\nabsent /usr/local/bin\n",
+                              "searched-before 0\n")).rc == 0);
   CHECK(parse_record(replaced("runtime-id 259 ", "runtime-id 0259 ")).rc == -1);
   CHECK(parse_record(replaced("runtime-id 259 ", "runtime-id -259 ")).rc == -1);
   CHECK(parse_record(replaced("runtime-id 259 2 ", "runtime-id 259  2 ")).rc == -1);
@@ -566,7 +592,7 @@ TEST_CASE("fast path: the record the entry handed over spares reading it again, 
   const std::string file = dir + "/" + name;
 
   const auto parsed = config_snapshot(parse_config(*text, config_path));
-  save_fast_path_record(config_path, text, "/bin/true", "/run/gpuslice", triggers, parsed, dir);
+  save_fast_path_record(config_path, text, bin_true(), "/run/gpuslice", triggers, parsed, dir);
   const std::string record = fs::read_file(file);
   CHECK(record.rfind(GPUSLICE_FAST_PATH_MAGIC, 0) == 0);
   REQUIRE(parsed);
@@ -574,15 +600,15 @@ TEST_CASE("fast path: the record the entry handed over spares reading it again, 
 
   // Handed over as it is: nothing to do, not even a look at the dir.
   std::filesystem::remove_all(dir);
-  save_fast_path_record(config_path, text, "/bin/true", "/run/gpuslice", triggers, parsed, dir, record);
+  save_fast_path_record(config_path, text, bin_true(), "/run/gpuslice", triggers, parsed, dir, record);
   CHECK_FALSE(std::filesystem::exists(dir));
   // Handed over stale (another state dir then): written again, as it is now.
-  save_fast_path_record(config_path, text, "/bin/true", "/run/gpuslice", triggers, parsed, dir,
+  save_fast_path_record(config_path, text, bin_true(), "/run/gpuslice", triggers, parsed, dir,
                         std::string_view(record).substr(0, record.size() / 2));
   CHECK(fs::read_file(file) == record);
   // Without a hand-over it is read and compared: a different one on disk is replaced.
   fs::write_file_atomic(file, "stale", 0600);
-  save_fast_path_record(config_path, text, "/bin/true", "/run/gpuslice", triggers, parsed, dir);
+  save_fast_path_record(config_path, text, bin_true(), "/run/gpuslice", triggers, parsed, dir);
   CHECK(fs::read_file(file) == record);
 }
 
@@ -594,7 +620,7 @@ TEST_CASE("fast path: records past kMaxFastPathRecords (one per config path) are
   const std::optional<std::string> text = std::string("[runtime]\nruntimes = [\"/bin/true\"]\n");
   auto save = [&](int i) {
     const std::string config_path = t.path() + "/config-" + std::to_string(i) + ".toml";
-    save_fast_path_record(config_path, text, "/bin/true", "/run/gpuslice", {}, std::nullopt, dir);
+    save_fast_path_record(config_path, text, bin_true(), "/run/gpuslice", {}, std::nullopt, dir);
     char name[17];
     gpuslice_fp_record_name(config_path.c_str(), name);
     return dir + "/" + name;

@@ -11,6 +11,10 @@
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <cstdlib>
+#include <filesystem>
 
 using namespace gpuslice;
 using namespace gpuslice::shim;
@@ -218,6 +222,42 @@ TEST_CASE("find_runtime: absolute paths, PATH search, clear error", "[shim]") {
   config.runtimes = {"definitely-not-a-runtime", "/nonexistent/crun"};
   CHECK_THROWS_WITH(find_runtime(config), Catch::Contains("\"definitely-not-a-runtime\", \"/nonexistent/crun\"") &&
                                               Catch::Contains("install runc or crun"));
+}
+
+TEST_CASE("locate_runtime: the runtime and the directories searched before it, their mtimes from before the look",
+          "[shim]") {
+  TempDir t;
+  std::filesystem::create_directories(t / "a");
+  std::filesystem::create_directories(t / "b");
+  t.write("b/rt", "#!/bin/sh\n");
+  ::chmod((t / "b/rt").c_str(), 0755);
+  struct stat a {}, rt {};
+  REQUIRE(::stat((t / "a").c_str(), &a) == 0);
+  REQUIRE(::stat((t / "b/rt").c_str(), &rt) == 0);
+  const char *old_path = std::getenv("PATH");
+  const std::string saved = old_path ? old_path : "";
+  ::setenv("PATH", (t / "a" + ":" + t / "missing" + ":" + t / "b" + "/:" + t / "c").c_str(), 1);
+  Config config;
+  config.runtimes = {"rt"};
+  const FoundRuntime found = locate_runtime(config);
+  CHECK(found.path == t / "b/rt");
+  CHECK(found.ino == rt.st_ino);
+  CHECK(found.dev_major == major(rt.st_dev));
+  REQUIRE(found.searched_before.size() == 2); // not b, where it is; not c, after it
+  CHECK(found.searched_before[0].path == t / "a");
+  CHECK(found.searched_before[0].exists);
+  CHECK(found.searched_before[0].mtime_sec == a.st_mtim.tv_sec);
+  CHECK(found.searched_before[0].mtime_nsec == a.st_mtim.tv_nsec);
+  CHECK(found.searched_before[1].path == t / "missing");
+  CHECK_FALSE(found.searched_before[1].exists);
+
+  // A name before it that is found nowhere: every directory, b too (it could appear there).
+  config.runtimes = {"/nowhere/first", "second", "rt"};
+  std::vector<std::string> dirs;
+  for (const auto &d : locate_runtime(config).searched_before)
+    dirs.push_back(d.path);
+  CHECK(dirs == std::vector<std::string>{"/nowhere", t / "a", t / "missing", t / "b", t / "c"});
+  ::setenv("PATH", saved.c_str(), 1);
 }
 
 TEST_CASE("runtime log lines are what containerd's shim parses", "[shim]") {

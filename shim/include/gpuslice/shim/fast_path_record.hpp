@@ -6,6 +6,7 @@
 
 #include "gpuslice/common/build_id.hpp"
 #include "gpuslice/common/config.hpp"
+#include "gpuslice/shim/runtime.hpp"
 
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@ struct FastPathFacts {
   std::optional<std::string> path_env;    // nullopt: $PATH unset
   std::string runtime;                    // what find_runtime chose
   unsigned long long runtime_dev_major = 0, runtime_dev_minor = 0, runtime_ino = 0;
+  std::vector<SearchedDir> runtime_searched_before; // FoundRuntime's
   std::string state_dir; // the config's
   // What in a config.json makes the full program look at a create
   // (create_triggers, requests.hpp); nullopt: no create on the fast path.
@@ -48,15 +50,16 @@ std::optional<std::string> fast_path_record(const FastPathFacts &facts);
 // oldest past this many.
 inline constexpr std::size_t kMaxFastPathRecords = 64;
 
-// Saves the record of this run (the config as read, the runtime found, this
-// process's $PATH, and `config_parsed`: config_snapshot() of what
-// `config_text` parsed to) into `dir`, unless the same is there already. Root only.
+// Saves the record of this run (the config as read, the runtime found and
+// where it was looked for, this process's $PATH, and `config_parsed`:
+// config_snapshot() of what `config_text` parsed to) into `dir`, unless the
+// same is there already. Root only.
 // Best effort, and silent: the fast path is an optimisation, and a failure
 // here only costs the next calls their speed. `on_disk`: the record's bytes
 // as the entry read them from `dir` moments ago (it checked that the dir
 // and the file are root's alone), which spares reading them again.
 void save_fast_path_record(const std::string &config_path, const std::optional<std::string> &config_text,
-                           const std::string &runtime, const std::string &state_dir,
+                           const FoundRuntime &runtime, const std::string &state_dir,
                            const std::vector<std::string> &create_triggers,
                            const std::optional<std::string> &config_parsed, const std::string &dir,
                            std::optional<std::string_view> on_disk = std::nullopt);

@@ -58,9 +58,9 @@ std::optional<Config> config_from_snapshot(std::string_view snapshot, const std:
 
 std::optional<std::string> fast_path_record(const FastPathFacts &f) {
   const std::string state_dir = fs::is_absolute(f.state_dir) ? fs::clean_path(f.state_dir) : std::string();
-  if (f.writer.empty() || !one_line(f.writer) || !fs::is_absolute(f.config_path) || !fs::is_absolute(f.runtime) ||
+  if (f.writer.empty() || !one_line(f.writer) || !fs::is_absolute(f.config_path) || !fs::is_absolute(f.runtime.path) ||
       state_dir.empty() ||
-      !one_line(f.config_path) || !one_line(f.runtime) || !one_line(state_dir) || (f.path_env && !one_line(*f.path_env)))
+      !one_line(f.config_path) || !one_line(f.runtime.path) || !one_line(state_dir) || (f.path_env && !one_line(*f.path_env)))
     return std::nullopt;
   if (f.config_text && f.config_text->size() > GPUSLICE_FAST_PATH_MAX_CONFIG)
     return std::nullopt;
@@ -68,13 +68,13 @@ std::optional<std::string> fast_path_record(const FastPathFacts &f) {
   r += "writer " + f.writer + "\n";
   r += "config " + f.config_path + "\n";
   r += f.path_env ? "PATH=" + *f.path_env + "\n" : std::string("PATH unset\n");
-  r += "runtime " + f.runtime + "\n";
-  r += "runtime-id " + std::to_string(f.runtime_dev_major) + " " + std::to_string(f.runtime_dev_minor) + " " +
-       std::to_string(f.runtime_ino) + "\n";
-  if (f.runtime_searched_before.size() > GPUSLICE_FP_MAX_SEARCHED_DIRS)
+  r += "runtime " + f.runtime.path + "\n";
+  r += "runtime-id " + std::to_string(f.runtime.dev_major) + " " + std::to_string(f.runtime.dev_minor) + " " +
+       std::to_string(f.runtime.ino) + "\n";
+  if (f.runtime.searched_before.size() > GPUSLICE_FP_MAX_SEARCHED_DIRS)
     return std::nullopt;
-  r += "searched-before " + std::to_string(f.runtime_searched_before.size()) + "\n";
-  for (const auto &d : f.runtime_searched_before) {
+  r += "searched-before " + std::to_string(f.runtime.searched_before.size()) + "\n";
+  for (const auto &d : f.runtime.searched_before) {
     if (!fs::is_absolute(d.path) || !one_line(d.path) || d.mtime_sec < 0 || d.mtime_nsec < 0)
       return std::nullopt;
     r += (d.exists ? std::to_string(d.mtime_sec) + "." + std::to_string(d.mtime_nsec) : std::string("absent")) + " " +
@@ -110,9 +110,8 @@ void save_fast_path_record(const std::string &config_path, const std::optional<s
                            std::optional<std::string_view> on_disk) {
   if (::geteuid() != 0)
     return;
-  FastPathFacts facts{own_build_id(), config_path,     config_text,       std::nullopt,
-                      runtime.path,   runtime.dev_major, runtime.dev_minor, runtime.ino,
-                      runtime.searched_before, state_dir, create_triggers,  config_parsed};
+  FastPathFacts facts{own_build_id(), config_path,     config_text,     std::nullopt,
+                      runtime,        state_dir,       create_triggers, config_parsed};
   struct stat st {};
   if (const char *path = std::getenv("PATH"))
     facts.path_env = path;

@@ -51,11 +51,11 @@ FastPathFacts sample_facts() {
   f.config_path = "/etc/gpuslice/config.toml";
   f.config_text = "[runtime]\nruntimes = [\"runc\"]\n";
   f.path_env = "/usr/sbin:/usr/bin";
-  f.runtime = "/usr/sbin/runc";
-  f.runtime_dev_major = 259;
-  f.runtime_dev_minor = 2;
-  f.runtime_ino = 1234567;
-  f.runtime_searched_before = {{"/usr/local/sbin", true, 1700000000, 5}, {"/usr/local/bin", false, 0, 0}};
+  f.runtime.path = "/usr/sbin/runc";
+  f.runtime.dev_major = 259;
+  f.runtime.dev_minor = 2;
+  f.runtime.ino = 1234567;
+  f.runtime.searched_before = {{"/usr/local/sbin", true, 1700000000, 5}, {"/usr/local/bin", false, 0, 0}};
   f.state_dir = "/run/gpuslice/";
   f.create_triggers = std::vector<std::string>{"cdi.k8s.io/", "GPUSLICE_MEMORY_LIMIT"};
   f.config_parsed = std::string("parsed\n\0config-bytes 1\n", 24); // bytes the entry skips, lines or not
@@ -155,7 +155,7 @@ TEST_CASE("fast path: reads back the record the full program writes", "[fast-pat
   auto p = parse_record(*record);
   REQUIRE(p.rc == 0);
   CHECK(std::string(p.r.config_path) == facts.config_path);
-  CHECK(std::string(p.r.runtime) == facts.runtime);
+  CHECK(std::string(p.r.runtime) == facts.runtime.path);
   CHECK(std::string(p.r.state_dir) == "/run/gpuslice"); // cleaned, as container_dir_exists uses it
   CHECK(std::string(p.r.path_env) == *facts.path_env);
   CHECK(p.r.runtime_dev_major == 259);
@@ -218,11 +218,11 @@ TEST_CASE("fast path: no record for what it could not compare or use", "[fast-pa
   const std::vector<std::pair<const char *, void (*)(FastPathFacts &)>> unusable = {
       {"no build id", [](FastPathFacts &f) { f.writer.clear(); }},
       {"relative state dir", [](FastPathFacts &f) { f.state_dir = "run/gpuslice"; }},
-      {"a relative searched dir", [](FastPathFacts &f) { f.runtime_searched_before[0].path = "usr/bin"; }},
-      {"a newline in a searched dir", [](FastPathFacts &f) { f.runtime_searched_before[0].path = "/a\nb"; }},
+      {"a relative searched dir", [](FastPathFacts &f) { f.runtime.searched_before[0].path = "usr/bin"; }},
+      {"a newline in a searched dir", [](FastPathFacts &f) { f.runtime.searched_before[0].path = "/a\nb"; }},
       {"too many searched dirs",
-       [](FastPathFacts &f) { f.runtime_searched_before.resize(GPUSLICE_FP_MAX_SEARCHED_DIRS + 1, {"/d", false, 0, 0}); }},
-      {"relative runtime", [](FastPathFacts &f) { f.runtime = "runc"; }},
+       [](FastPathFacts &f) { f.runtime.searched_before.resize(GPUSLICE_FP_MAX_SEARCHED_DIRS + 1, {"/d", false, 0, 0}); }},
+      {"relative runtime", [](FastPathFacts &f) { f.runtime.path = "runc"; }},
       {"relative config path", [](FastPathFacts &f) { f.config_path = "config.toml"; }},
       {"a newline in PATH", [](FastPathFacts &f) { f.path_env = "/bin\nruntime /tmp/evil"; }},
       {"a newline in the state dir", [](FastPathFacts &f) { f.state_dir = "/run/a\nb"; }},

@@ -20,9 +20,7 @@ struct FastPathFacts {
   std::string config_path;
   std::optional<std::string> config_text; // nullopt: no file there (the defaults)
   std::optional<std::string> path_env;    // nullopt: $PATH unset
-  std::string runtime;                    // what find_runtime chose
-  unsigned long long runtime_dev_major = 0, runtime_dev_minor = 0, runtime_ino = 0;
-  std::vector<SearchedDir> runtime_searched_before; // FoundRuntime's
+  FoundRuntime runtime;                   // what locate_runtime found, and where it looked first
   std::string state_dir; // the config's
   // What in a config.json makes the full program look at a create
   // (create_triggers, requests.hpp); nullopt: no create on the fast path.

@@ -60,8 +60,11 @@ static inline CUresult after_free(CUresult r, int tracked, uint64_t key, int kin
     return after_free(call, t_, (uint64_t)(key), (kind), ridx_, size_);                            \
   } while (0)
 
+/* gs_mode() first: a call passed through before the process's first charge
+ * (a NULL descriptor, say) needs the driver resolved too. */
 #define ALLOC_WRAPPER(d, size, call, keyexpr, kind)                                                \
   do {                                                                                             \
+    gs_mode();                                                                                     \
     if (!(d)) return call;                                                                         \
     CHARGE_OR_FAIL(d, size);                                                                       \
     CUresult r_ = call;                                                                            \
@@ -136,13 +139,11 @@ static uint64_t array_bytes(size_t w, size_t h, size_t depth, CUarray_format f, 
 }
 
 GS_EXPORT CUresult cuArrayCreate_v2(CUarray *a, const CUDA_ARRAY_DESCRIPTOR *desc) {
-  gs_mode(); /* the driver resolved, for a call passed through too (no desc) */
   struct gs_dev *d = desc ? charge_dev() : NULL;
   uint64_t size = d ? array_bytes(desc->Width, desc->Height, 0, desc->Format, desc->NumChannels) : 0;
   ALLOC_WRAPPER(d, size, gs_real.cuArrayCreate_v2(a, desc), *a, GS_KIND_ARRAY);
 }
 GS_EXPORT CUresult cuArray3DCreate_v2(CUarray *a, const CUDA_ARRAY3D_DESCRIPTOR *desc) {
-  gs_mode(); /* the driver resolved, for a call passed through too (no desc) */
   struct gs_dev *d = desc ? charge_dev() : NULL;
   uint64_t size = d ? array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels) : 0;
   ALLOC_WRAPPER(d, size, gs_real.cuArray3DCreate_v2(a, desc), *a, GS_KIND_ARRAY);
@@ -162,7 +163,6 @@ static unsigned mipmap_levels(const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned leve
 /* All levels, each dimension halved per level down to 1. */
 GS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *a, const CUDA_ARRAY3D_DESCRIPTOR *desc,
                                           unsigned int levels) {
-  gs_mode(); /* the driver resolved, for a call passed through too (no desc) */
   struct gs_dev *d = desc ? charge_dev() : NULL;
   uint64_t size = 0;
   const unsigned made = d ? mipmap_levels(desc, levels) : 0;

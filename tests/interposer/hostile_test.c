@@ -85,10 +85,15 @@ static struct gs_region *tenant_map_region(void) {
   return m == MAP_FAILED ? NULL : m;
 }
 
-static CUresult alloc_in_context(unsigned long long size) {
+/* Device 0's primary context made current: 1, or 0 when it cannot be. */
+static int context(void) {
   CUcontext ctx;
+  return !cuInit(0) && !cuDevicePrimaryCtxRetain(&ctx, 0) && !cuCtxSetCurrent(ctx);
+}
+
+static CUresult alloc_in_context(unsigned long long size) {
   CUdeviceptr p;
-  if (cuInit(0) || cuDevicePrimaryCtxRetain(&ctx, 0) || cuCtxSetCurrent(ctx)) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!context()) return CUDA_ERROR_NOT_INITIALIZED;
   return cuMemAlloc_v2(&p, size);
 }
 
@@ -189,11 +194,10 @@ int main(int argc, char **argv) {
     for (int call = 0; call < 4; call++) {
       pid_t pid = fork(); /* this process has made no CUDA call: each child's is its first */
       if (pid == 0) {
-        CUcontext ctx;
         CUarray arr;
         CUmipmappedArray m;
         CUmemGenericAllocationHandle h;
-        if (cuInit(0) || cuDevicePrimaryCtxRetain(&ctx, 0) || cuCtxSetCurrent(ctx)) _exit(3);
+        if (!context()) _exit(3);
         CUresult r = call == 0   ? cuArrayCreate_v2(&arr, NULL)
                      : call == 1 ? cuArray3DCreate_v2(&arr, NULL)
                      : call == 2 ? cuMipmappedArrayCreate(&m, NULL, 1)
@@ -206,9 +210,8 @@ int main(int argc, char **argv) {
             WIFSIGNALED(st) ? "signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
     }
   } else if (!strcmp(mode, "no-table")) {
-    CUcontext ctx;
     CUdeviceptr p;
-    CHECK(!cuInit(0) && !cuDevicePrimaryCtxRetain(&ctx, 0) && !cuCtxSetCurrent(ctx), "a context");
+    CHECK(context(), "a context");
     unsigned long pages = 0;
     FILE *statm = fopen("/proc/self/statm", "r");
     CHECK(statm && fscanf(statm, "%lu", &pages) == 1, "/proc/self/statm");
@@ -218,8 +221,7 @@ int main(int argc, char **argv) {
     CHECK(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit");
     CHECK(cuMemAlloc_v2(&p, 1u << 20) == CUDA_ERROR_OUT_OF_MEMORY, "1 MiB with no allocation table");
   } else if (!strcmp(mode, "vmm")) {
-    CUcontext ctx;
-    CHECK(!cuInit(0) && !cuDevicePrimaryCtxRetain(&ctx, 0) && !cuCtxSetCurrent(ctx), "a context");
+    CHECK(context(), "a context");
     CUmemAllocationProp prop;
     memset(&prop, 0, sizeof prop);
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -260,9 +262,8 @@ int main(int argc, char **argv) {
     CHECK(cuMemUnmap(range, 200 * MIB) == CUDA_SUCCESS, "unmap the 100 at once");
     CHECK(cuMemCreate(&h, 256 * MIB, &prop, 0) == CUDA_SUCCESS, "the whole limit once they are unmapped");
   } else if (!strcmp(mode, "mipmap")) {
-    CUcontext ctx;
     CUdeviceptr p;
-    CHECK(!cuInit(0) && !cuDevicePrimaryCtxRetain(&ctx, 0) && !cuCtxSetCurrent(ctx), "a context");
+    CHECK(context(), "a context");
     /* 16384 x 3200 x 4 channels of bytes: 200 MiB at level 0 */
     CUDA_ARRAY3D_DESCRIPTOR desc = {16384, 3200, 0, CU_AD_FORMAT_UNSIGNED_INT8, 4, 0};
     CUmipmappedArray m;

@@ -63,3 +63,15 @@ struct gs_dev *gs_current_dev(void) {
   struct gs_dev *d = gs_dev_get(dev);
   return d && atomic_load_explicit(&d->ready, memory_order_relaxed) ? d : NULL;
 }
+
+static int any_device(int memory_limited) {
+  int n = 0;
+  if (gs_real.cuDeviceGetCount(&n) != CUDA_SUCCESS) return 0; /* no driver yet: its call fails anyway */
+  for (int i = 0; i < n && i < GS_MAX_ORDINALS; i++) {
+    const struct gs_dev *d = gs_ordinal_dev(i);
+    if (d && (!memory_limited || d->mem_limit != GS_NO_LIMIT)) return 1;
+  }
+  return 0;
+}
+int gs_any_accounted(void) { return any_device(0); }
+int gs_any_memory_limit(void) { return any_device(1); }

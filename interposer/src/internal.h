@@ -116,6 +116,11 @@ static inline struct gs_dev *gs_ordinal_dev(int ordinal) {
   return d && atomic_load_explicit(&d->ready, memory_order_relaxed) && d->ridx != -1 ? d : 0;
 }
 
+/* Whether any GPU this process sees is accounted (its usage counted), and
+ * whether any has a memory limit. */
+int gs_any_accounted(void);
+int gs_any_memory_limit(void);
+
 /* ---- allocation table (track.c) ---- */
 enum { GS_KIND_PTR = 1, GS_KIND_ARRAY = 3 }; /* VMM handles: vmm.c */
 int gs_track_init(void);

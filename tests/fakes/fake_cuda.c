@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -357,9 +358,16 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
   return CUDA_SUCCESS;
 }
 
+/* From the stream's device's pool: a stream made in another device's context
+ * allocates there. */
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s) {
-  (void)s;
-  return dev_alloc(dptr, size, BK_DEVICE);
+  NEED_CTX();
+  if (!dptr) return CUDA_ERROR_INVALID_VALUE;
+  int dev = fake_stream_device(s);
+  void *p;
+  CUresult r = alloc_block(&p, size, dev < 0 ? tls_ctx->dev : dev, BK_DEVICE);
+  if (r == CUDA_SUCCESS) *dptr = (CUdeviceptr)(uintptr_t)p;
+  return r;
 }
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s) { return cuMemAllocAsync(dptr, size, s); }
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
@@ -388,6 +396,20 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool po
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
   return cuMemAllocFromPoolAsync(dptr, size, pool, s);
 }
+/* Only the attributes the interposer asks about; the ordinal of device memory. */
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  NEED_INIT();
+  if (!data || !ptr) return CUDA_ERROR_INVALID_VALUE;
+  if (attribute != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) return CUDA_ERROR_NOT_SUPPORTED;
+  const struct block *b = (const struct block *)((const char *)(uintptr_t)ptr - HDR);
+  unsigned char resident;
+  if (ptr % HDR != 0 || ptr < HDR || mincore((void *)((uintptr_t)b & ~(uintptr_t)4095), 4096, &resident) != 0)
+    return CUDA_ERROR_INVALID_VALUE; /* not a block's: its header is not even mapped */
+  if (b->magic != BLOCK_MAGIC || b->kind != BK_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+  *(int *)data = b->dev;
+  return CUDA_SUCCESS;
+}
+
 CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
   (void)keep;
   NEED_INIT();

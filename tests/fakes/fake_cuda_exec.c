@@ -29,6 +29,7 @@
 struct CUmod_st { int unused; };
 struct CUfunc_st { int spin; };
 struct CUstream_st {
+  int dev;         /* the device of the context it was made in */
   int capturing;   /* a capture is under way: its work goes into capture_ns */
   int invalidated; /* ... and an illegal call spoilt it */
   CUstreamCaptureMode mode;
@@ -220,8 +221,12 @@ CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
   CUresult r = fake_check_ctx();
   if (r) return r;
   if (!s || flags > 1) return CUDA_ERROR_INVALID_VALUE;
+  CUdevice dev;
+  if ((r = cuCtxGetDevice(&dev)) != CUDA_SUCCESS) return r;
   *s = calloc(1, sizeof(struct CUstream_st));
-  return *s ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+  if (!*s) return CUDA_ERROR_OUT_OF_MEMORY;
+  (*s)->dev = dev;
+  return CUDA_SUCCESS;
 }
 CUresult cuStreamDestroy_v2(CUstream s) {
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
@@ -246,6 +251,11 @@ static __thread CUstreamCaptureMode thread_capture_mode = CU_STREAM_CAPTURE_MODE
 /* The stream behind a handle; NULL for the legacy and per-thread streams,
  * which are never captured here. */
 static struct CUstream_st *stream_of(CUstream s) { return (uintptr_t)s > 2 ? s : NULL; }
+
+int fake_stream_device(CUstream s) {
+  struct CUstream_st *st = stream_of(s);
+  return st ? st->dev : -1;
+}
 
 static int capturing(CUstream s) {
   struct CUstream_st *st = stream_of(s);
@@ -490,6 +500,34 @@ CUresult cuGraphAddKernelNode_v2(CUgraphNode *n, CUgraph g, const CUgraphNode *d
   g->ns += p->kernelParams && p->kernelParams[0] ? *(const uint64_t *)p->kernelParams[0] : 0;
   *n = (CUgraphNode)g;
   return CUDA_SUCCESS;
+}
+/* Graph memory: an allocation node gets its address when it is made; the
+ * memory itself is the graph pool's at launch, which this fake does not
+ * model (nothing here launches such a graph). Of cuGraphAddNode's types only
+ * the allocation node is made here. */
+static _Atomic uint64_t graph_va_next = 0x100000000000ull; /* where nothing is mapped */
+
+CUresult cuGraphAddMemAllocNode(CUgraphNode *n, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                CUDA_MEM_ALLOC_NODE_PARAMS *p) {
+  if (!n || !g || !p || (ndeps && !deps) || p->bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (p->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+      p->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (p->poolProps.location.id < 0 || p->poolProps.location.id >= fakecuda_device_count())
+    return CUDA_ERROR_INVALID_DEVICE;
+  p->dptr = atomic_fetch_add(&graph_va_next, (p->bytesize + 0xfffff) & ~0xfffffull);
+  *n = (CUgraphNode)g;
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphAddNode(CUgraphNode *n, CUgraph g, const CUgraphNode *deps, size_t ndeps, CUgraphNodeParams *p) {
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  if (p->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC) return CUDA_ERROR_NOT_SUPPORTED;
+  return cuGraphAddMemAllocNode(n, g, deps, ndeps, &p->alloc);
+}
+CUresult cuGraphAddNode_v2(CUgraphNode *n, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *edges,
+                           size_t ndeps, CUgraphNodeParams *p) {
+  (void)edges; /* NULL: default edges */
+  return cuGraphAddNode(n, g, deps, ndeps, p);
 }
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags) {
   if (!e || !g || flags > 0xf) return CUDA_ERROR_INVALID_VALUE;

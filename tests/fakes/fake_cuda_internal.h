@@ -13,6 +13,9 @@
 
 uint64_t fake_now_ns(void);
 CUresult fake_check_ctx(void);
+/* The device of a stream made by cuStreamCreate; -1 for the NULL, legacy and
+ * per-thread streams, which stand for the current context's. */
+int fake_stream_device(CUstream s);
 
 int fakecuda_device_count(void);
 void fakecuda_uuid(int dev, CUuuid *u);

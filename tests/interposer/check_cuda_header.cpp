@@ -61,6 +61,11 @@ MAP(CUgraphExec_st)
 MAP(CUlaunchAttribute_st)
 MAP(CUstreamCaptureStatus)
 MAP(CUstreamCaptureMode)
+MAP(CUmemPoolProps)
+MAP(CUDA_MEM_ALLOC_NODE_PARAMS)
+MAP(CUgraphNodeParams)
+MAP(CUgraphNodeType)
+MAP(CUpointer_attribute)
 #undef MAP
 
 // _ptsz variants are declared by cuda.h only in per-thread builds; their type
@@ -103,6 +108,12 @@ int main() {
   CHECK_FN(cuMemPoolTrimTo, cuMemPoolTrimTo);
   CHECK_FN(cuMemCreate, cuMemCreate);
   CHECK_FN(cuMemRelease, cuMemRelease);
+  CHECK_FN(cuMemAddressReserve, cuMemAddressReserve);
+  CHECK_FN(cuMemAddressFree, cuMemAddressFree);
+  CHECK_FN(cuMemMap, cuMemMap);
+  CHECK_FN(cuMemUnmap, cuMemUnmap);
+  CHECK_FN(cuMemRetainAllocationHandle, cuMemRetainAllocationHandle);
+  CHECK_FN(cuPointerGetAttribute, cuPointerGetAttribute);
   CHECK_FN(cuArrayCreate_v2, cuArrayCreate_v2);
   CHECK_FN(cuArray3DCreate_v2, cuArray3DCreate_v2);
   CHECK_FN(cuArrayDestroy, cuArrayDestroy);
@@ -134,6 +145,9 @@ int main() {
   CHECK_FN(cuEventDestroy_v2, cuEventDestroy_v2);
   CHECK_FN(cuGraphCreate, cuGraphCreate);
   CHECK_FN(cuGraphAddKernelNode_v2, cuGraphAddKernelNode_v2);
+  // cuGraphAddNode and _v2 are not checked by name: cuda.h turns the base
+  // name into a macro for _v2 from 12.3 on. Their parameters are, below.
+  CHECK_FN(cuGraphAddMemAllocNode, cuGraphAddMemAllocNode);
   CHECK_FN(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags);
   CHECK_FN(cuGraphLaunch, cuGraphLaunch);
   CHECK_FN(cuGraphLaunch_ptsz, cuGraphLaunch);
@@ -232,3 +246,19 @@ static_assert(static_cast<long>(mine::CU_MEM_HANDLE_TYPE_NONE) == static_cast<lo
 static_assert(static_cast<long>(mine::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == static_cast<long>(::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR");
 static_assert(static_cast<long>(mine::CU_MEM_LOCATION_TYPE_INVALID) == static_cast<long>(::CU_MEM_LOCATION_TYPE_INVALID), "CU_MEM_LOCATION_TYPE_INVALID");
 static_assert(static_cast<long>(mine::CU_MEM_LOCATION_TYPE_DEVICE) == static_cast<long>(::CU_MEM_LOCATION_TYPE_DEVICE), "CU_MEM_LOCATION_TYPE_DEVICE");
+
+static_assert(sizeof(mine::CUmemPoolProps) == sizeof(::CUmemPoolProps), "CUmemPoolProps");
+static_assert(offsetof(mine::CUmemPoolProps, location) == offsetof(::CUmemPoolProps, location), "CUmemPoolProps.location");
+static_assert(sizeof(mine::CUDA_MEM_ALLOC_NODE_PARAMS) == sizeof(::CUDA_MEM_ALLOC_NODE_PARAMS), "CUDA_MEM_ALLOC_NODE_PARAMS");
+static_assert(offsetof(mine::CUDA_MEM_ALLOC_NODE_PARAMS, poolProps) == offsetof(::CUDA_MEM_ALLOC_NODE_PARAMS, poolProps), "CUDA_MEM_ALLOC_NODE_PARAMS.poolProps");
+static_assert(offsetof(mine::CUDA_MEM_ALLOC_NODE_PARAMS, bytesize) == offsetof(::CUDA_MEM_ALLOC_NODE_PARAMS, bytesize), "CUDA_MEM_ALLOC_NODE_PARAMS.bytesize");
+static_assert(offsetof(mine::CUDA_MEM_ALLOC_NODE_PARAMS, dptr) == offsetof(::CUDA_MEM_ALLOC_NODE_PARAMS, dptr), "CUDA_MEM_ALLOC_NODE_PARAMS.dptr");
+static_assert(sizeof(mine::CUgraphNodeParams) == sizeof(::CUgraphNodeParams), "CUgraphNodeParams");
+static_assert(offsetof(mine::CUgraphNodeParams, type) == offsetof(::CUgraphNodeParams, type), "CUgraphNodeParams.type");
+static_assert(offsetof(mine::CUgraphNodeParams, alloc) == offsetof(::CUgraphNodeParams, alloc), "CUgraphNodeParams.alloc");
+static_assert(sizeof(mine::CUgraphNodeParams::alloc) == sizeof(::CUgraphNodeParams::alloc), "CUgraphNodeParams.alloc size");
+static_assert(static_cast<long>(mine::CU_GRAPH_NODE_TYPE_KERNEL) == static_cast<long>(::CU_GRAPH_NODE_TYPE_KERNEL), "CU_GRAPH_NODE_TYPE_KERNEL");
+static_assert(static_cast<long>(mine::CU_GRAPH_NODE_TYPE_MEM_ALLOC) == static_cast<long>(::CU_GRAPH_NODE_TYPE_MEM_ALLOC), "CU_GRAPH_NODE_TYPE_MEM_ALLOC");
+static_assert(static_cast<long>(mine::CU_GRAPH_NODE_TYPE_MEM_FREE) == static_cast<long>(::CU_GRAPH_NODE_TYPE_MEM_FREE), "CU_GRAPH_NODE_TYPE_MEM_FREE");
+static_assert(static_cast<long>(mine::CU_POINTER_ATTRIBUTE_CONTEXT) == static_cast<long>(::CU_POINTER_ATTRIBUTE_CONTEXT), "CU_POINTER_ATTRIBUTE_CONTEXT");
+static_assert(static_cast<long>(mine::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) == static_cast<long>(::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL), "CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL");

@@ -166,6 +166,52 @@ typedef struct CUDA_KERNEL_NODE_PARAMS_v2_st {
   CUcontext ctx;
 } CUDA_KERNEL_NODE_PARAMS_v2;
 
+typedef struct CUmemAccessDesc_st CUmemAccessDesc;
+typedef struct CUgraphEdgeData_st CUgraphEdgeData;
+
+typedef struct CUmemPoolProps_st {
+  CUmemAllocationType allocType;
+  CUmemAllocationHandleType handleTypes;
+  CUmemLocation location;
+  void *win32SecurityAttributes;
+  size_t maxSize;
+  unsigned short usage;
+  unsigned char reserved[54];
+} CUmemPoolProps;
+
+/* A graph's memory allocation node: memory every launch of the graph takes. */
+typedef struct CUDA_MEM_ALLOC_NODE_PARAMS_v1_st {
+  CUmemPoolProps poolProps;
+  const CUmemAccessDesc *accessDescs;
+  size_t accessDescCount;
+  size_t bytesize;
+  CUdeviceptr dptr;
+} CUDA_MEM_ALLOC_NODE_PARAMS;
+
+typedef enum CUgraphNodeType_enum {
+  CU_GRAPH_NODE_TYPE_KERNEL = 0,
+  CU_GRAPH_NODE_TYPE_MEM_ALLOC = 10,
+  CU_GRAPH_NODE_TYPE_MEM_FREE = 11
+} CUgraphNodeType;
+
+/* cuGraphAddNode's tagged union (CUDA 12.2); only the allocation node's
+ * parameters are read here (cuda.h's `alloc` member is the _v2 struct, the
+ * same fields). */
+typedef struct CUgraphNodeParams_st {
+  CUgraphNodeType type;
+  int reserved0[3];
+  union {
+    long long reserved1[29];
+    CUDA_MEM_ALLOC_NODE_PARAMS alloc;
+  };
+  long long reserved2;
+} CUgraphNodeParams;
+
+typedef enum CUpointer_attribute_enum {
+  CU_POINTER_ATTRIBUTE_CONTEXT = 1,
+  CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
+} CUpointer_attribute;
+
 typedef enum CUmemAttach_flags_enum {
   CU_MEM_ATTACH_GLOBAL = 0x1,
   CU_MEM_ATTACH_HOST = 0x2,
@@ -206,6 +252,7 @@ typedef enum CUmemAttach_flags_enum {
   X(cuMemAllocFromPoolAsync_ptsz,                                                              \
     (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream))                \
   X(cuDeviceGetDefaultMemPool, (CUmemoryPool * pool_out, CUdevice dev))                        \
+  X(cuPointerGetAttribute, (void *data, CUpointer_attribute attribute, CUdeviceptr ptr))        \
   X(cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep))                               \
   X(cuMemCreate, (CUmemGenericAllocationHandle * handle, size_t size,                          \
                   const CUmemAllocationProp *prop, unsigned long long flags))                  \
@@ -264,6 +311,13 @@ typedef enum CUmemAttach_flags_enum {
   X(cuGraphAddKernelNode_v2, (CUgraphNode * phGraphNode, CUgraph hGraph,                       \
                               const CUgraphNode *dependencies, size_t numDependencies,         \
                               const CUDA_KERNEL_NODE_PARAMS_v2 *nodeParams))                   \
+  X(cuGraphAddMemAllocNode, (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, \
+                             size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams))      \
+  X(cuGraphAddNode, (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,     \
+                     size_t numDependencies, CUgraphNodeParams *nodeParams))                   \
+  X(cuGraphAddNode_v2, (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,  \
+                        const CUgraphEdgeData *dependencyData, size_t numDependencies,         \
+                        CUgraphNodeParams *nodeParams))                                        \
   X(cuGraphInstantiateWithFlags, (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags)) \
   X(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream))                                 \
   X(cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream))                            \

@@ -1,0 +1,212 @@
+/* Memory that does not come from the current context's GPU, or not now.
+ * Run with two GPUs under `gpuslice exec --memory-limit 1:256Mi`: GPU 1 is
+ * limited, GPU 0 is not.
+ *   pool_graph_test streams   stream-ordered allocations are charged to the
+ *                             GPU that holds them: a stream made on GPU 1,
+ *                             or GPU 1's pool, used while GPU 0's context is
+ *                             current, counts against GPU 1's 256 MiB; GPU 0's
+ *                             pool used from GPU 1's context does not
+ *   pool_graph_test graphs    graph memory, which every launch takes
+ *                             uncounted, is refused on a limited GPU:
+ *                             allocation nodes (cuGraphAddMemAllocNode,
+ *                             cuGraphAddNode and its _v2, also looked up
+ *                             with cuGetProcAddress) and stream-ordered
+ *                             allocations inside a stream capture; a node on
+ *                             GPU 0 is made
+ *   pool_graph_test unlimited (no GPU limited: the limit names a GPU the
+ *                             process does not have) a capture's allocation
+ *                             is left to the driver
+ */
+#define _GNU_SOURCE
+#include "gpuslice/cuda_api.h"
+
+#include <string.h>
+
+#define CHECK_PROGRAM "pool_graph_test"
+#include "check.h"
+
+#define MIB (1ull << 20)
+
+uint64_t fakecuda_device_used(int dev); /* the fake driver's own count */
+
+static CUcontext ctx[2];
+
+static int contexts(int n) {
+  if (cuInit(0)) return 0;
+  for (int i = 0; i < n; i++)
+    if (cuDevicePrimaryCtxRetain(&ctx[i], i)) return 0;
+  return !cuCtxSetCurrent(ctx[0]);
+}
+
+/* A stream made in GPU `dev`'s context; GPU 0's context is current after. */
+static CUstream stream_on(int dev) {
+  CUstream s = NULL;
+  cuCtxSetCurrent(ctx[dev]);
+  CUresult r = cuStreamCreate(&s, 0);
+  CHECK(r == CUDA_SUCCESS, "cuStreamCreate on GPU %d: %d", dev, r);
+  cuCtxSetCurrent(ctx[0]);
+  return s;
+}
+
+static void streams(void) {
+  CUstream s1 = stream_on(1);
+  CUdeviceptr p = 0, held = 0;
+  CUresult r;
+
+  /* GPU 0 current, a stream of GPU 1: the memory is GPU 1's */
+  r = cuMemAllocAsync(&p, 300 * MIB, s1);
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "300 MiB on GPU 1's stream, GPU 0 current: %d", r);
+  r = cuMemAllocAsync(&held, 200 * MIB, s1);
+  CHECK(r == CUDA_SUCCESS, "200 MiB on GPU 1's stream: %d", r);
+  CHECK(fakecuda_device_used(1) == 200 * MIB, "GPU 1 holds %llu bytes", (unsigned long long)fakecuda_device_used(1));
+  r = cuMemAllocAsync(&p, 100 * MIB, s1);
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "100 MiB more on GPU 1's stream: %d", r);
+
+  /* GPU 1's pool, GPU 0 current, GPU 0's streams: still GPU 1's budget */
+  CUmemoryPool pool0, pool1;
+  CHECK(!cuDeviceGetDefaultMemPool(&pool0, 0) && !cuDeviceGetDefaultMemPool(&pool1, 1), "default pools");
+  r = cuMemAllocFromPoolAsync(&p, 100 * MIB, pool1, NULL);
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "100 MiB from GPU 1's pool with 200 held: %d", r);
+  r = cuMemAllocFromPoolAsync_ptsz(&p, 100 * MIB, pool1, NULL);
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "the same, per-thread stream: %d", r);
+  CHECK(fakecuda_device_used(1) == 200 * MIB, "refused memory given back: GPU 1 holds %llu bytes",
+        (unsigned long long)fakecuda_device_used(1));
+  r = cuMemFreeAsync(held, s1);
+  CHECK(r == CUDA_SUCCESS, "free the 200 MiB: %d", r);
+  r = cuMemAllocFromPoolAsync(&held, 250 * MIB, pool1, NULL);
+  CHECK(r == CUDA_SUCCESS, "250 MiB from GPU 1's pool once freed: %d", r);
+  cuCtxSetCurrent(ctx[1]);
+  r = cuMemAlloc_v2(&p, 10 * MIB);
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "10 MiB in GPU 1's context with the pool's 250 held: %d", r);
+
+  /* GPU 1 current, GPU 0's pool: not GPU 1's budget (first charged there,
+   * so it must fit there too until the driver says where it is) */
+  r = cuMemFreeAsync(held, NULL);
+  CHECK(r == CUDA_SUCCESS, "free the 250 MiB: %d", r);
+  CUdeviceptr big = 0;
+  r = cuMemAllocFromPoolAsync(&big, 200 * MIB, pool0, NULL);
+  CHECK(r == CUDA_SUCCESS, "200 MiB from GPU 0's pool, GPU 1 current: %d", r);
+  r = cuMemAlloc_v2(&held, 250 * MIB);
+  CHECK(r == CUDA_SUCCESS, "250 MiB in GPU 1's context, GPU 0's 200 held: %d", r);
+  CHECK(fakecuda_device_used(0) == 200 * MIB, "GPU 0 holds %llu bytes", (unsigned long long)fakecuda_device_used(0));
+  cuMemFree_v2(held);
+  cuMemFreeAsync(big, NULL);
+  cuStreamDestroy_v2(s1);
+}
+
+static CUDA_MEM_ALLOC_NODE_PARAMS node_on(int dev, size_t bytes) {
+  CUDA_MEM_ALLOC_NODE_PARAMS p;
+  memset(&p, 0, sizeof p);
+  p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.poolProps.location.id = dev;
+  p.bytesize = bytes;
+  return p;
+}
+
+static CUgraphNodeParams any_node_on(int dev, size_t bytes) {
+  CUgraphNodeParams p;
+  memset(&p, 0, sizeof p);
+  p.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  p.alloc = node_on(dev, bytes);
+  return p;
+}
+
+typedef CUresult (*add_node_v1)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraphNodeParams *);
+typedef CUresult (*add_node_v2)(CUgraphNode *, CUgraph, const CUgraphNode *, const CUgraphEdgeData *, size_t,
+                                CUgraphNodeParams *);
+
+static void graphs(void) {
+  CUgraph g;
+  CUgraphNode n;
+  CUresult r = cuGraphCreate(&g, 0);
+  CHECK(r == CUDA_SUCCESS, "cuGraphCreate: %d", r);
+
+  CUDA_MEM_ALLOC_NODE_PARAMS a = node_on(1, 1 * MIB);
+  r = cuGraphAddMemAllocNode(&n, g, NULL, 0, &a);
+  CHECK(r == CUDA_ERROR_NOT_SUPPORTED, "allocation node on GPU 1: %d", r);
+  a = node_on(0, 1 * MIB);
+  r = cuGraphAddMemAllocNode(&n, g, NULL, 0, &a);
+  CHECK(r == CUDA_SUCCESS && a.dptr != 0, "allocation node on GPU 0: %d", r);
+
+  CUgraphNodeParams p = any_node_on(1, 1 * MIB);
+  r = cuGraphAddNode(&n, g, NULL, 0, &p);
+  CHECK(r == CUDA_ERROR_NOT_SUPPORTED, "cuGraphAddNode, allocation on GPU 1: %d", r);
+  r = cuGraphAddNode_v2(&n, g, NULL, NULL, 0, &p);
+  CHECK(r == CUDA_ERROR_NOT_SUPPORTED, "cuGraphAddNode_v2, allocation on GPU 1: %d", r);
+  void *fn = NULL;
+  CUdriverProcAddressQueryResult found;
+  r = cuGetProcAddress_v2("cuGraphAddNode", &fn, 12030, 0, &found);
+  CHECK(r == CUDA_SUCCESS && fn, "cuGetProcAddress(cuGraphAddNode, 12030): %d", r);
+  if (fn) {
+    r = ((add_node_v2)fn)(&n, g, NULL, NULL, 0, &p);
+    CHECK(r == CUDA_ERROR_NOT_SUPPORTED, "cuGraphAddNode from cuGetProcAddress 12030: %d", r);
+  }
+  fn = NULL;
+  r = cuGetProcAddress_v2("cuGraphAddNode", &fn, 12020, 0, &found);
+  CHECK(r == CUDA_SUCCESS && fn, "cuGetProcAddress(cuGraphAddNode, 12020): %d", r);
+  if (fn) {
+    r = ((add_node_v1)fn)(&n, g, NULL, 0, &p);
+    CHECK(r == CUDA_ERROR_NOT_SUPPORTED, "cuGraphAddNode from cuGetProcAddress 12020: %d", r);
+  }
+  fn = NULL;
+  r = cuGetProcAddress_v2("cuGraphAddMemAllocNode", &fn, 11040, 0, &found);
+  if (fn) {
+    a = node_on(1, 1 * MIB);
+    r = ((CUresult(*)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUDA_MEM_ALLOC_NODE_PARAMS *))fn)(
+        &n, g, NULL, 0, &a);
+    CHECK(r == CUDA_ERROR_NOT_SUPPORTED, "cuGraphAddMemAllocNode from cuGetProcAddress: %d", r);
+  } else {
+    CHECK(fn, "cuGetProcAddress(cuGraphAddMemAllocNode, 11040): %d", r);
+  }
+  r = cuGraphAddNode(&n, g, NULL, 0, NULL);
+  CHECK(r == CUDA_ERROR_INVALID_VALUE, "cuGraphAddNode without parameters: the driver's error, %d", r);
+  cuGraphDestroy(g);
+
+  /* stream capture: an allocation becomes a node of the graph */
+  CUstream s1 = stream_on(1), s0 = stream_on(0);
+  CUmemoryPool pool0;
+  cuDeviceGetDefaultMemPool(&pool0, 0);
+  CUdeviceptr d;
+  r = cuStreamBeginCapture_v2(s1, CU_STREAM_CAPTURE_MODE_RELAXED);
+  CHECK(r == CUDA_SUCCESS, "capture GPU 1's stream: %d", r);
+  r = cuMemAllocAsync(&d, 1 * MIB, s1);
+  CHECK(r == CUDA_ERROR_NOT_SUPPORTED, "cuMemAllocAsync in a capture on GPU 1: %d", r);
+  r = cuMemAllocFromPoolAsync(&d, 1 * MIB, pool0, s1);
+  CHECK(r == CUDA_ERROR_NOT_SUPPORTED, "cuMemAllocFromPoolAsync in a capture: %d", r);
+  r = cuStreamEndCapture(s1, &g);
+  CHECK(r == CUDA_SUCCESS, "end the capture: %d", r);
+  if (r == CUDA_SUCCESS) cuGraphDestroy(g);
+  r = cuStreamBeginCapture_v2(s0, CU_STREAM_CAPTURE_MODE_RELAXED);
+  r = cuMemAllocAsync(&d, 1 * MIB, s0);
+  CHECK(r == CUDA_ERROR_NOT_SUPPORTED, "cuMemAllocAsync in a capture on GPU 0, GPU 1 limited: %d", r);
+  r = cuStreamEndCapture(s0, &g);
+  if (r == CUDA_SUCCESS) cuGraphDestroy(g);
+  cuStreamDestroy_v2(s1);
+  cuStreamDestroy_v2(s0);
+}
+
+static void unlimited(void) {
+  CUstream s;
+  CUgraph g;
+  CUdeviceptr d = 0;
+  CHECK(!cuStreamCreate(&s, 0) && !cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED), "a capture");
+  CUresult r = cuMemAllocAsync(&d, 1 * MIB, s);
+  CHECK(r == CUDA_SUCCESS && d, "cuMemAllocAsync in a capture, nothing limited: %d", r);
+  CHECK(!cuStreamEndCapture(s, &g), "end the capture");
+  cuGraphDestroy(g);
+  cuMemFreeAsync(d, s);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) return fprintf(stderr, "usage: pool_graph_test streams|graphs|unlimited\n"), 2;
+  const int two = strcmp(argv[1], "unlimited") != 0;
+  if (!contexts(two ? 2 : 1)) return fprintf(stderr, "pool_graph_test: no contexts\n"), 2;
+  if (!strcmp(argv[1], "streams")) streams();
+  else if (!strcmp(argv[1], "graphs")) graphs();
+  else if (!strcmp(argv[1], "unlimited")) unlimited();
+  else return fprintf(stderr, "pool_graph_test: unknown mode %s\n", argv[1]), 2;
+  if (failures) return 1;
+  printf("pool_graph_test %s: ok\n", argv[1]);
+  return 0;
+}

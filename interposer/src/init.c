@@ -123,11 +123,32 @@ static void *substitute(const char *name) {
   return NULL;
 }
 
+/* RTLD_NEXT means "after the caller", and the loader finds the caller from
+ * its return address. A call from here would make that this library: another
+ * preloaded library's dlsym(RTLD_NEXT, "malloc") would find its own malloc
+ * again (itself, after us) and recurse. So a name with no wrapper is passed
+ * on by a tail call, which leaves the caller's return address in place.
+ * musttail where the compiler has it; gcc makes this sibling call at -O2
+ * (the test "RTLD_NEXT from another preloaded library" checks the built
+ * library). A wrapped name (a driver function) is looked up from here, where
+ * it is found, and its wrapper returned. */
+#if defined(__has_attribute)
+#if __has_attribute(musttail)
+#define GS_TAIL_CALL __attribute__((musttail))
+#endif
+#endif
+#ifndef GS_TAIL_CALL
+#define GS_TAIL_CALL
+#endif
+
 /* A program that dlopens libcuda.so.1 and looks up "cuMemAlloc_v2" in that
- * handle would miss a preloaded definition: hand it the wrapper instead.
- * (RTLD_NEXT lookups by the program are resolved relative to this library,
- * which sits right after the program in preload order.) */
+ * handle would miss a preloaded definition: hand it the wrapper instead. */
 GS_EXPORT void *dlsym(void *handle, const char *name) {
+  if (handle == RTLD_NEXT && !substitute(name)) {
+    dlsym_fn next = (dlsym_fn)libc_fn(LIBC_DLSYM);
+    if (!next) return NULL;
+    GS_TAIL_CALL return next(handle, name);
+  }
   void *p = gs_libc_dlsym(handle, name);
   if (p) {
     void *w = substitute(name);
@@ -137,6 +158,11 @@ GS_EXPORT void *dlsym(void *handle, const char *name) {
 }
 
 GS_EXPORT void *dlvsym(void *handle, const char *name, const char *version) {
+  if (handle == RTLD_NEXT && !substitute(name)) {
+    dlvsym_fn next = (dlvsym_fn)libc_fn(LIBC_DLVSYM);
+    if (!next) return NULL;
+    GS_TAIL_CALL return next(handle, name, version);
+  }
   void *p = gs_libc_dlvsym(handle, name, version);
   if (p) {
     void *w = substitute(name);

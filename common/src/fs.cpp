@@ -157,15 +157,30 @@ void write_file_atomic(const std::string &path, std::string_view data, mode_t mo
   }
 }
 
+std::optional<std::vector<std::string>> list_dir(int dir_fd) {
+  // its own open file: a dup would share the caller's offset (and an O_PATH
+  // fd cannot be listed); fdopendir takes it, closedir closes it
+  const int list_fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
+  if (!d) {
+    if (list_fd >= 0)
+      ::close(list_fd);
+    return std::nullopt;
+  }
+  std::vector<std::string> names;
+  while (const dirent *e = ::readdir(d))
+    if (std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..")
+      names.emplace_back(e->d_name);
+  ::closedir(d);
+  return names;
+}
+
 void remove_stale_temporaries(const std::string &path) {
   const std::string dir = dirname(path);
   const std::string prefix = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1) + kTempMarker;
-  DIR *d = ::opendir(dir.c_str());
-  if (!d)
-    return;
-  std::vector<std::string> stale;
-  while (const dirent *e = ::readdir(d)) {
-    const std::string_view name = e->d_name;
+  const UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const auto names = dir_fd ? list_dir(dir_fd.get()) : std::nullopt;
+  for (const std::string_view name : names.value_or(std::vector<std::string>{})) {
     if (name.substr(0, prefix.size()) != prefix)
       continue;
     const std::string_view rest = name.substr(prefix.size());
@@ -174,11 +189,8 @@ void remove_stale_temporaries(const std::string &path) {
     if (ec != std::errc() || pid <= 0 || p == rest.data() + rest.size() || *p != '.')
       continue;
     if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
-      stale.emplace_back(name);
+      ::unlinkat(dir_fd.get(), std::string(name).c_str(), 0);
   }
-  ::closedir(d);
-  for (const auto &name : stale)
-    ::unlink((dir + "/" + name).c_str());
 }
 
 UniqueFd create_file_at(int dir_fd, const std::string &name, std::string_view text, mode_t mode,
@@ -191,13 +203,9 @@ UniqueFd create_file_at(int dir_fd, const std::string &name, std::string_view te
 }
 
 void prune_oldest(int dir, std::size_t max_entries, std::string_view stale_prefix) {
-  const int list_fd = ::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  DIR *d = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
-  if (!d) {
-    if (list_fd >= 0)
-      ::close(list_fd);
+  const auto names = list_dir(dir);
+  if (!names)
     return;
-  }
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
   struct Entry {
@@ -206,16 +214,14 @@ void prune_oldest(int dir, std::size_t max_entries, std::string_view stale_prefi
   };
   std::vector<Entry> entries;
   struct stat st {};
-  while (const dirent *e = ::readdir(d)) {
-    const std::string_view name = e->d_name;
-    if (name == "." || name == ".." || ::fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+  for (const std::string &name : *names) {
+    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
       continue;
     if (!name.starts_with('.'))
-      entries.push_back({st.st_mtim, e->d_name});
+      entries.push_back({st.st_mtim, name});
     else if (!stale_prefix.empty() && name.starts_with(stale_prefix) && now.tv_sec - st.st_mtim.tv_sec >= 60)
-      ::unlinkat(dir, e->d_name, 0);
+      ::unlinkat(dir, name.c_str(), 0);
   }
-  ::closedir(d);
   if (entries.size() <= max_entries)
     return;
   std::sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {

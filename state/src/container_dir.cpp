@@ -4,7 +4,6 @@
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/strings.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/file.h>
@@ -405,27 +404,6 @@ bool remove_if_stale(const std::string &state_dir, const std::string &id) {
   return true;
 }
 
-namespace {
-
-// The names in `dir_fd` but "." and ".."; nullopt when it cannot be read.
-std::optional<std::vector<std::string>> entries_of(int dir_fd) {
-  const int list_fd = ::dup(dir_fd);
-  DIR *d = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
-  if (!d) {
-    if (list_fd >= 0)
-      ::close(list_fd);
-    return std::nullopt;
-  }
-  std::vector<std::string> names;
-  while (const dirent *e = ::readdir(d))
-    if (std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..")
-      names.emplace_back(e->d_name);
-  ::closedir(d);
-  return names;
-}
-
-} // namespace
-
 UniqueFd lock_containers(const std::string &state_dir) {
   return locked(open_containers(state_dir, true), fs::clean_path(state_dir) + "/containers");
 }
@@ -442,7 +420,7 @@ std::vector<NamedDir> open_container_dirs(const std::string &state_dir) {
   UniqueFd containers = open_containers(state_dir, false);
   if (!containers)
     return dirs;
-  auto names = entries_of(containers.get());
+  auto names = fs::list_dir(containers.get());
   if (!names) // admission counts from this list: none is not "nothing there"
     throw system_error("cannot read " + quote(fs::clean_path(state_dir) + "/containers"));
   for (auto &name : *names) {
@@ -459,7 +437,7 @@ std::vector<std::string> collect_stale(const std::string &state_dir) {
   UniqueFd containers = open_containers(state_dir, false);
   if (!containers)
     return removed;
-  const std::vector<std::string> names = entries_of(containers.get()).value_or(std::vector<std::string>{});
+  const std::vector<std::string> names = fs::list_dir(containers.get()).value_or(std::vector<std::string>{});
   const std::string base = fs::clean_path(state_dir) + "/containers/";
   for (const auto &name : names) {
     try {
@@ -510,7 +488,7 @@ std::vector<std::string> collect_stale_now_and_then(const std::string &state_dir
 }
 
 void remove_contents(int dir_fd, const std::string &shown) {
-  const auto names = entries_of(dir_fd);
+  const auto names = fs::list_dir(dir_fd);
   if (!names)
     throw system_error("cannot read " + quote(shown));
   for (const auto &name : *names) {

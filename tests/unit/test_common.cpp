@@ -10,8 +10,10 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <map>
@@ -200,6 +202,31 @@ TEST_CASE("prune_oldest: past the cap the oldest go, down to three quarters; dot
   fs::prune_oldest(dir_fd.get(), 10);
   CHECK(names() == std::set<std::string>{"e4", "e5", "e6", "e7", "e8", "e9", "e10", ".marker", ".new-young"});
   fs::prune_oldest(-1, 1); // a bad fd: nothing, no throw
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("list_dir: every name but . and .., from any dir fd, wherever its offset is", "[common]") {
+  char dir[] = "/tmp/gpuslice-test-XXXXXX";
+  REQUIRE(::mkdtemp(dir));
+  for (const char *name : {"a", ".b", "c"})
+    fs::write_file_atomic(std::string(dir) + "/" + name, name, 0600);
+  auto sorted = [](std::optional<std::vector<std::string>> names) {
+    REQUIRE(names);
+    std::sort(names->begin(), names->end());
+    return *names;
+  };
+  const std::vector<std::string> all{".b", "a", "c"};
+  UniqueFd dir_fd(::open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(dir_fd);
+  CHECK(sorted(fs::list_dir(dir_fd.get())) == all);
+  // the caller's own fd read to its end: the listing has its own offset
+  char buf[4096];
+  while (::syscall(SYS_getdents64, dir_fd.get(), buf, sizeof buf) > 0) {
+  }
+  CHECK(sorted(fs::list_dir(dir_fd.get())) == all);
+  UniqueFd path_fd(::open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC));
+  CHECK(sorted(fs::list_dir(path_fd.get())) == all);
+  CHECK_FALSE(fs::list_dir(-1));
   std::filesystem::remove_all(dir);
 }
 

@@ -6,12 +6,12 @@
 #include "gpuslice/sharing/region.hpp"
 
 #include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fs.hpp"
 
 extern "C" {
 #include "gpuslice/region.h"
 }
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -21,6 +21,7 @@ extern "C" {
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 namespace gpuslice::sharing {
 
@@ -184,26 +185,20 @@ UniqueFd open_mapped_region(int pid, const RegionId &id) {
   UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir_fd)
     return UniqueFd();
-  DIR *d = ::fdopendir(::dup(dir_fd.get()));
-  if (!d)
-    return UniqueFd();
   UniqueFd found;
-  while (const dirent *e = ::readdir(d)) {
-    if (e->d_name[0] == '.')
-      continue;
+  for (const std::string &name : fs::list_dir(dir_fd.get()).value_or(std::vector<std::string>{})) {
     // stat follows the entry to the mapped file: its inode, no opening
     struct stat st {};
-    if (::fstatat(dir_fd.get(), e->d_name, &st, 0) != 0 || static_cast<uint64_t>(st.st_dev) != id.dev ||
+    if (::fstatat(dir_fd.get(), name.c_str(), &st, 0) != 0 || static_cast<uint64_t>(st.st_dev) != id.dev ||
         static_cast<uint64_t>(st.st_ino) != id.ino)
       continue;
-    found.reset(::openat(dir_fd.get(), e->d_name, O_RDWR | O_CLOEXEC));
+    found.reset(::openat(dir_fd.get(), name.c_str(), O_RDWR | O_CLOEXEC));
     // the same inode, checked again on what was opened (the mapping may
     // have changed in between)
     if (found && region_id(found.get()) == id)
       break;
     found.reset();
   }
-  ::closedir(d);
   return found;
 }
 

@@ -6,10 +6,12 @@
 #include "gpuslice/common/fd.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <vector>
 
 namespace gpuslice::fs {
 
@@ -46,6 +48,10 @@ void write_file_atomic(const std::string &path, std::string_view data, mode_t mo
 // caller that labels it. Throws Error naming `shown`/`name`.
 UniqueFd create_file_at(int dir_fd, const std::string &name, std::string_view text, mode_t mode,
                         const std::string &shown);
+
+// The names in the directory `dir_fd` (an open fd, left where it is), but
+// "." and ".."; nullopt when it cannot be read.
+std::optional<std::vector<std::string>> list_dir(int dir_fd);
 
 // Removes the temporaries write_file_atomic left next to `path` when its
 // process was killed mid-write (their names carry the writer's pid): only

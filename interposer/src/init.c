@@ -224,6 +224,7 @@ static void atfork_child(void) {
   gs_devs_reset();
   gs_throttle_reset();
   gs_vmm_reset_after_fork();
+  gs_pools_reset_after_fork();
   atomic_store(&gs_state, GS_UNINIT);
 }
 

@@ -121,6 +121,16 @@ static inline struct gs_dev *gs_ordinal_dev(int ordinal) {
 int gs_any_accounted(void);
 int gs_any_memory_limit(void);
 
+/* ---- memory pools (pools.c) ---- */
+/* gs_charge on a device's entry; where it is refused, the pools' memory the
+ * driver released since it was last looked at is credited, and the charge
+ * tried once more. */
+int gs_charge_dev(const struct gs_dev *d, uint64_t size);
+/* Credits what this process's pools on region device `ridx` (every device:
+ * -1) gave back to the driver; 1 if anything was. */
+int gs_pools_release(int ridx);
+void gs_pools_reset_after_fork(void);
+
 /* ---- allocation table (track.c) ---- */
 enum { GS_KIND_PTR = 1, GS_KIND_ARRAY = 3 }; /* VMM handles: vmm.c */
 int gs_track_init(void);

@@ -1,7 +1,9 @@
 /* Memory wrappers: every way a program takes device memory is charged to the
  * container's budget on that device before the driver is called, and a
  * charge that would pass the limit returns CUDA_ERROR_OUT_OF_MEMORY without
- * calling the driver. Frees credit exactly what was charged (track.c). Host
+ * calling the driver. Frees credit exactly what was charged (track.c).
+ * Stream-ordered memory is charged by pool (pools.c), VMM memory by handle
+ * and mapping (vmm.c). Host
  * allocations, imported IPC and shareable handles are not charged: they are
  * charged where the memory was allocated. Memory info reports total = limit
  * and free = limit - usage, clamped at 0 and at what the GPU really has free.
@@ -35,7 +37,7 @@ static CUresult settle(struct gs_dev *d, CUresult r, uint64_t key, int kind, uin
 
 #define CHARGE_OR_FAIL(d, size)                                                                    \
   do {                                                                                             \
-    if (gs_charge((d)->ridx, (size), (d)->mem_limit) != 0) return CUDA_ERROR_OUT_OF_MEMORY;        \
+    if (gs_charge_dev((d), (size)) != 0) return CUDA_ERROR_OUT_OF_MEMORY;                          \
   } while (0)
 
 /* Before a free: forget the allocation (so that a concurrent allocation that
@@ -81,73 +83,6 @@ GS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned in
   ALLOC_WRAPPER(d, size, gs_real.cuMemAllocManaged(dptr, size, flags), *dptr, GS_KIND_PTR);
 }
 
-/* Stream-ordered allocations come from a pool: the stream's device's current
- * pool, or the pool named, which may be another GPU's. Only the driver knows
- * which GPU, so the charge goes first to the current context's GPU (refused
- * there without calling the driver, as every other allocation: a tenant
- * never holds more than its limit, not even for a moment), the driver
- * allocates, is asked where the memory is, and the charge moves there when
- * that is another GPU (the memory given back at once if it does not fit
- * there). Inside a stream capture the call allocates nothing: it records an
- * allocation node whose memory every launch of the graph takes, uncounted;
- * so it is refused (CUDA_ERROR_NOT_SUPPORTED) where any GPU of the process
- * has a memory limit, its pool's GPU being unknown before the call. */
-enum { ASYNC, ASYNC_PTSZ, FROM_POOL, FROM_POOL_PTSZ };
-
-static CUresult driver_alloc(int how, CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
-  switch (how) {
-  case ASYNC: return gs_real.cuMemAllocAsync(dptr, size, s);
-  case ASYNC_PTSZ: return gs_real.cuMemAllocAsync_ptsz(dptr, size, s);
-  case FROM_POOL: return gs_real.cuMemAllocFromPoolAsync(dptr, size, pool, s);
-  default: return gs_real.cuMemAllocFromPoolAsync_ptsz(dptr, size, pool, s);
-  }
-}
-
-static CUresult stream_ordered_alloc(int how, CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
-  if (gs_mode() != GS_ENFORCE || !dptr || !gs_any_accounted()) return driver_alloc(how, dptr, size, pool, s);
-  const int ptsz = how == ASYNC_PTSZ || how == FROM_POOL_PTSZ;
-  CUstream named = !s && ptsz ? GS_STREAM_PER_THREAD : s; /* the stream a _ptsz call means by NULL */
-  CUstreamCaptureStatus capture;
-  CUresult r = gs_real.cuStreamIsCapturing(named, &capture);
-  if (r != CUDA_SUCCESS) return r;
-  if (capture != CU_STREAM_CAPTURE_STATUS_NONE) {
-    if (!gs_any_memory_limit()) return driver_alloc(how, dptr, size, pool, s); /* a node: nothing to count now */
-    GS_LOG("stream-ordered allocation in a stream capture refused: graph memory is not accounted");
-    return CUDA_ERROR_NOT_SUPPORTED;
-  }
-  struct gs_dev *guess = charge_dev();
-  if (guess) CHARGE_OR_FAIL(guess, size);
-  r = driver_alloc(how, dptr, size, pool, s);
-  if (r != CUDA_SUCCESS) {
-    if (guess) gs_credit(guess->ridx, size);
-    return r;
-  }
-  int ordinal = -1;
-  CUresult where = gs_real.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, *dptr);
-  struct gs_dev *d = where == CUDA_SUCCESS ? gs_ordinal_dev(ordinal) : NULL;
-  if (where != CUDA_SUCCESS || (d != guess && d && gs_charge(d->ridx, size, d->mem_limit) != 0)) {
-    /* memory that cannot be placed, or does not fit where it is: given back */
-    gs_real.cuMemFreeAsync(*dptr, named);
-    if (guess) gs_credit(guess->ridx, size);
-    return where != CUDA_SUCCESS ? where : CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  if (d != guess && guess) gs_credit(guess->ridx, size);
-  return d ? settle(d, CUDA_SUCCESS, *dptr, GS_KIND_PTR, size) : CUDA_SUCCESS;
-}
-
-GS_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s) {
-  return stream_ordered_alloc(ASYNC, dptr, size, NULL, s);
-}
-GS_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s) {
-  return stream_ordered_alloc(ASYNC_PTSZ, dptr, size, NULL, s);
-}
-GS_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
-  return stream_ordered_alloc(FROM_POOL, dptr, size, pool, s);
-}
-GS_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
-  return stream_ordered_alloc(FROM_POOL_PTSZ, dptr, size, pool, s);
-}
-
 GS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t w, size_t h, unsigned int elem) {
   struct gs_dev *d = charge_dev();
   if (!d || !pitch) return gs_real.cuMemAllocPitch_v2(dptr, pitch, w, h, elem);
@@ -157,7 +92,7 @@ GS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t w
   CUresult r = gs_real.cuMemAllocPitch_v2(dptr, pitch, w, h, elem);
   if (r != CUDA_SUCCESS) return settle(d, r, 0, GS_KIND_PTR, guess);
   uint64_t real_size = (uint64_t)*pitch * h;
-  if (real_size > guess && gs_charge(d->ridx, real_size - guess, d->mem_limit) != 0) {
+  if (real_size > guess && gs_charge_dev(d, real_size - guess) != 0) {
     gs_real.cuMemFree_v2(*dptr);
     gs_credit(d->ridx, guess);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -232,6 +167,7 @@ GS_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
   if (r != CUDA_SUCCESS || mode != GS_ENFORCE) return r;
   struct gs_dev *d = gs_current_dev();
   if (!d || d->ridx == -1 || d->mem_limit == GS_NO_LIMIT) return r;
+  gs_pools_release(d->ridx); /* what pools gave back since their last call */
   uint64_t limit = d->mem_limit < *total ? d->mem_limit : *total;
   uint64_t used = gs_usage(d->ridx);
   uint64_t left = used < limit ? limit - used : 0;

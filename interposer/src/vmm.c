@@ -110,7 +110,7 @@ GS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, con
   gs_mode(); /* the driver resolved, for a call passed through too (no prop, a host location) */
   struct gs_dev *d = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? gs_ordinal_dev(prop->location.id) : NULL;
   if (!d) return gs_real.cuMemCreate(h, size, prop, flags);
-  if (gs_charge(d->ridx, size, d->mem_limit) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (gs_charge_dev(d, size) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&mu);
   CUresult r = gs_real.cuMemCreate(h, size, prop, flags);
   struct entry *e = r == CUDA_SUCCESS ? add(&handles, *h) : NULL;

@@ -38,7 +38,7 @@
 #define BLOCK_MAGIC 0xfa4eb10cfa4eb10cULL
 #define HDR 256
 
-enum block_kind { BK_DEVICE = 1, BK_HOST, BK_HANDLE, BK_ARRAY };
+enum block_kind { BK_DEVICE = 1, BK_HOST, BK_HANDLE, BK_ARRAY, BK_POOL };
 
 struct block {
   uint64_t magic;
@@ -46,10 +46,16 @@ struct block {
   int dev;
   int kind;
   int refs; /* BK_HANDLE: the handle and its retains, plus its mappings (vmm_mu) */
+  struct CUmemPoolHandle_st *pool; /* BK_POOL: the pool it came from */
 };
 
 struct CUctx_st { int dev; };
-struct CUmemPoolHandle_st { int dev; };
+/* A pool holds `reserved` bytes of its device's memory, `used` of them by
+ * allocations (pool_mu). */
+struct CUmemPoolHandle_st {
+  int dev;
+  uint64_t reserved, used, threshold;
+};
 
 static struct {
   pthread_once_t once;
@@ -317,9 +323,10 @@ static CUresult dev_alloc(CUdeviceptr *dptr, size_t size, int kind) {
 }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size) { return dev_alloc(dptr, size, BK_DEVICE); }
+static CUresult free_device_memory(CUdeviceptr dptr);
 CUresult cuMemFree_v2(CUdeviceptr dptr) {
   NEED_CTX();
-  return free_block((void *)(uintptr_t)dptr, BK_DEVICE);
+  return free_device_memory(dptr);
 }
 
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t w, size_t h, unsigned int elem) {
@@ -358,21 +365,88 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
   return CUDA_SUCCESS;
 }
 
-/* From the stream's device's pool: a stream made in another device's context
- * allocates there. */
+/* ---------------- memory pools (stream-ordered allocation) ----------------
+ * As the driver documents them: an allocation takes the pool's unused
+ * memory first and grows the pool (in 2 MiB steps) only by what is missing;
+ * a free gives the memory back to the pool, not to the device; the pool
+ * gives back what is above its release threshold (default 0) at a
+ * synchronization (fake_pools_release, called by cuCtxSynchronize and
+ * cuStreamSynchronize), down to `keep` at cuMemPoolTrimTo, and all at
+ * cuMemPoolDestroy once nothing of it is allocated. Work is never pending
+ * here, so a free is done when it returns. */
+#define POOL_STEP (2ull << 20)
+#define FAKE_MAX_POOLS 64
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct CUmemPoolHandle_st *made_pools[FAKE_MAX_POOLS]; /* cuMemPoolCreate's, NULL once destroyed */
+
+/* Gives back what `p` holds above max(keep, used). pool_mu held. */
+static void pool_shrink(struct CUmemPoolHandle_st *p, uint64_t keep) {
+  uint64_t target = keep > p->used ? keep : p->used;
+  if (p->reserved <= target) return;
+  atomic_fetch_sub(&g.used[p->dev], p->reserved - target);
+  p->reserved = target;
+}
+
+void fake_pools_release(void) {
+  pthread_mutex_lock(&pool_mu);
+  for (int i = 0; i < FAKE_MAX_DEVICES; i++) pool_shrink(&g.pool[i], g.pool[i].threshold);
+  for (int i = 0; i < FAKE_MAX_POOLS; i++)
+    if (made_pools[i]) pool_shrink(made_pools[i], made_pools[i]->threshold);
+  pthread_mutex_unlock(&pool_mu);
+  account();
+}
+
+static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct CUmemPoolHandle_st *pool) {
+  if (!dptr || !pool) return CUDA_ERROR_INVALID_VALUE;
+  if (size == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (size > (1ull << 48)) return CUDA_ERROR_OUT_OF_MEMORY;
+  struct block *b = aligned_alloc(HDR, HDR + ((size + HDR - 1) / HDR) * HDR);
+  if (!b) return CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&pool_mu);
+  uint64_t unused = pool->reserved - pool->used;
+  if (size > unused) {
+    uint64_t grow = (size - unused + POOL_STEP - 1) / POOL_STEP * POOL_STEP;
+    uint64_t prev = atomic_fetch_add(&g.used[pool->dev], grow);
+    if (prev + grow > g.total[pool->dev]) {
+      atomic_fetch_sub(&g.used[pool->dev], grow);
+      pthread_mutex_unlock(&pool_mu);
+      free(b);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pool->reserved += grow;
+  }
+  pool->used += size;
+  pthread_mutex_unlock(&pool_mu);
+  *b = (struct block){.magic = BLOCK_MAGIC, .size = size, .dev = pool->dev, .kind = BK_POOL, .pool = pool};
+  *dptr = (CUdeviceptr)(uintptr_t)((char *)b + HDR);
+  account();
+  return CUDA_SUCCESS;
+}
+
+/* Device memory of either kind freed: a pool's goes back to its pool. */
+static CUresult free_device_memory(CUdeviceptr dptr) {
+  struct block *b = (struct block *)((char *)(uintptr_t)dptr - HDR);
+  if (!dptr || b->magic != BLOCK_MAGIC || b->kind != BK_POOL) return free_block((void *)(uintptr_t)dptr, BK_DEVICE);
+  b->magic = 0;
+  pthread_mutex_lock(&pool_mu);
+  b->pool->used -= b->size;
+  pthread_mutex_unlock(&pool_mu);
+  free(b);
+  return CUDA_SUCCESS;
+}
+
+/* From the current pool of the stream's device: a stream made in another
+ * device's context allocates there. */
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s) {
   NEED_CTX();
-  if (!dptr) return CUDA_ERROR_INVALID_VALUE;
   int dev = fake_stream_device(s);
-  void *p;
-  CUresult r = alloc_block(&p, size, dev < 0 ? tls_ctx->dev : dev, BK_DEVICE);
-  if (r == CUDA_SUCCESS) *dptr = (CUdeviceptr)(uintptr_t)p;
-  return r;
+  return pool_alloc(dptr, size, &g.pool[dev < 0 ? tls_ctx->dev : dev]);
 }
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s) { return cuMemAllocAsync(dptr, size, s); }
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
   (void)s;
-  return cuMemFree_v2(dptr);
+  NEED_CTX();
+  return free_device_memory(dptr);
 }
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s) { return cuMemFreeAsync(dptr, s); }
 
@@ -383,37 +457,104 @@ CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev) {
   *pool = &g.pool[dev];
   return CUDA_SUCCESS;
 }
+/* The current pool is always the default one here (no cuDeviceSetMemPool). */
+CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev) { return cuDeviceGetDefaultMemPool(pool, dev); }
 
-CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
-  (void)s;
-  NEED_CTX();
-  if (!dptr || !pool) return CUDA_ERROR_INVALID_VALUE;
-  void *p;
-  CUresult r = alloc_block(&p, size, pool->dev, BK_DEVICE);
-  if (r == CUDA_SUCCESS) *dptr = (CUdeviceptr)(uintptr_t)p;
-  return r;
-}
-CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
-  return cuMemAllocFromPoolAsync(dptr, size, pool, s);
-}
-/* Only the attributes the interposer asks about; the ordinal of device memory. */
-CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props) {
   NEED_INIT();
-  if (!data || !ptr) return CUDA_ERROR_INVALID_VALUE;
-  if (attribute != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) return CUDA_ERROR_NOT_SUPPORTED;
-  const struct block *b = (const struct block *)((const char *)(uintptr_t)ptr - HDR);
-  unsigned char resident;
-  if (ptr % HDR != 0 || ptr < HDR || mincore((void *)((uintptr_t)b & ~(uintptr_t)4095), 4096, &resident) != 0)
-    return CUDA_ERROR_INVALID_VALUE; /* not a block's: its header is not even mapped */
-  if (b->magic != BLOCK_MAGIC || b->kind != BK_DEVICE) return CUDA_ERROR_INVALID_VALUE;
-  *(int *)data = b->dev;
+  if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+      props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    return CUDA_ERROR_INVALID_VALUE;
+  CHECK_DEV(props->location.id);
+  struct CUmemPoolHandle_st *p = calloc(1, sizeof *p);
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  p->dev = props->location.id;
+  pthread_mutex_lock(&pool_mu);
+  int i = 0;
+  while (i < FAKE_MAX_POOLS && made_pools[i]) i++;
+  if (i < FAKE_MAX_POOLS) made_pools[i] = p;
+  pthread_mutex_unlock(&pool_mu);
+  if (i == FAKE_MAX_POOLS) {
+    free(p);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  *pool = p;
+  return CUDA_SUCCESS;
+}
+
+/* Its memory is given back now if nothing of it is allocated, else as
+ * allocations are freed and at synchronizations (it stays listed, with a
+ * threshold of 0, and is never reused: a test may still free into it). */
+CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+  NEED_INIT();
+  if (!pool) return CUDA_ERROR_INVALID_VALUE;
+  for (int i = 0; i < FAKE_MAX_DEVICES; i++)
+    if (pool == &g.pool[i]) return CUDA_ERROR_INVALID_VALUE; /* a default pool cannot be destroyed */
+  pthread_mutex_lock(&pool_mu);
+  pool->threshold = 0;
+  pool_shrink(pool, 0);
+  pthread_mutex_unlock(&pool_mu);
+  account();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
+  NEED_INIT();
+  if (!pool || !value) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&pool_mu);
+  cuuint64_t v = attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD      ? pool->threshold
+                 : attr == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT ? pool->reserved
+                 : attr == CU_MEMPOOL_ATTR_USED_MEM_CURRENT     ? pool->used
+                                                                 : UINT64_MAX;
+  pthread_mutex_unlock(&pool_mu);
+  if (v == UINT64_MAX) return CUDA_ERROR_INVALID_VALUE; /* an attribute the fake does not keep */
+  *(cuuint64_t *)value = v;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
+  NEED_INIT();
+  if (!pool || !value || attr != CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&pool_mu);
+  pool->threshold = *(const cuuint64_t *)value;
+  pthread_mutex_unlock(&pool_mu);
   return CUDA_SUCCESS;
 }
 
 CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
-  (void)keep;
   NEED_INIT();
-  return pool ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (!pool) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&pool_mu);
+  pool_shrink(pool, keep);
+  pthread_mutex_unlock(&pool_mu);
+  account();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
+  (void)s;
+  NEED_CTX();
+  return pool_alloc(dptr, size, pool);
+}
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
+  return cuMemAllocFromPoolAsync(dptr, size, pool, s);
+}
+
+/* Only the attributes the interposer asks about: the ordinal of device
+ * memory, and the pool of a pool's (NULL for other memory). */
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  NEED_INIT();
+  if (!data || !ptr) return CUDA_ERROR_INVALID_VALUE;
+  if (attribute != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL && attribute != CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  const struct block *b = (const struct block *)((const char *)(uintptr_t)ptr - HDR);
+  unsigned char resident;
+  if (ptr % HDR != 0 || ptr < HDR || mincore((void *)((uintptr_t)b & ~(uintptr_t)4095), 4096, &resident) != 0)
+    return CUDA_ERROR_INVALID_VALUE; /* not a block's: its header is not even mapped */
+  if (b->magic != BLOCK_MAGIC || (b->kind != BK_DEVICE && b->kind != BK_POOL)) return CUDA_ERROR_INVALID_VALUE;
+  if (attribute == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) *(int *)data = b->dev;
+  else *(CUmemoryPool *)data = b->kind == BK_POOL ? b->pool : NULL;
+  return CUDA_SUCCESS;
 }
 
 CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop,

@@ -210,10 +210,14 @@ static CUresult drain(void) {
   return CUDA_SUCCESS;
 }
 
-CUresult cuCtxSynchronize(void) { return drain(); }
+CUresult cuCtxSynchronize(void) {
+  CUresult r = drain();
+  if (r == CUDA_SUCCESS) fake_pools_release();
+  return r;
+}
 CUresult cuStreamSynchronize(CUstream s) {
   (void)s;
-  return drain();
+  return cuCtxSynchronize();
 }
 CUresult cuStreamSynchronize_ptsz(CUstream s) { return cuStreamSynchronize(s); }
 

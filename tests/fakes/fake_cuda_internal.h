@@ -16,6 +16,8 @@ CUresult fake_check_ctx(void);
 /* The device of a stream made by cuStreamCreate; -1 for the NULL, legacy and
  * per-thread streams, which stand for the current context's. */
 int fake_stream_device(CUstream s);
+/* A synchronization: pools give back what is above their release threshold. */
+void fake_pools_release(void);
 
 int fakecuda_device_count(void);
 void fakecuda_uuid(int dev, CUuuid *u);

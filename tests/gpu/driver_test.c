@@ -54,6 +54,10 @@ static struct {
   PFN_gs_cuDeviceGetDefaultMemPool default_pool;
   PFN_gs_cuMemAllocFromPoolAsync alloc_from_pool;
   PFN_gs_cuMemAllocManaged alloc_managed;
+  PFN_gs_cuMemPoolCreate pool_create;
+  PFN_gs_cuMemPoolSetAttribute pool_set;
+  PFN_gs_cuMemPoolTrimTo pool_trim;
+  PFN_gs_cuMemPoolDestroy pool_destroy;
 } cu;
 
 static int load_driver(void) {
@@ -69,6 +73,8 @@ static int load_driver(void) {
   GET(create, "cuMemCreate"); GET(release, "cuMemRelease"); GET(alloc_async, "cuMemAllocAsync");
   GET(free_async, "cuMemFreeAsync"); GET(default_pool, "cuDeviceGetDefaultMemPool");
   GET(alloc_from_pool, "cuMemAllocFromPoolAsync"); GET(alloc_managed, "cuMemAllocManaged");
+  GET(pool_create, "cuMemPoolCreate"); GET(pool_set, "cuMemPoolSetAttribute"); GET(pool_trim, "cuMemPoolTrimTo");
+  GET(pool_destroy, "cuMemPoolDestroy");
 #undef GET
   if (missing) return fprintf(stderr, "driver_test: the driver lacks a function this test calls\n"), -1;
   CUcontext ctx;
@@ -131,6 +137,52 @@ static CUresult managed_alloc(size_t size, void **h) {
   return cu.alloc_managed((CUdeviceptr *)h, size, CU_MEM_ATTACH_GLOBAL);
 }
 
+/* Memory freed into a pool that keeps it (its release threshold at the
+ * most) is still held: another pool cannot have it too until the first is
+ * trimmed. Charging allocations instead of what pools hold let a program
+ * take its limit once per pool. */
+static void check_kept_pool(unsigned limit_gib) {
+  const char *name = "pool that keeps freed memory";
+  CUmemPoolProps props;
+  memset(&props, 0, sizeof props);
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = 0;
+  CUmemoryPool keeper = NULL, other = NULL;
+  if (cu.pool_create(&keeper, &props) || cu.pool_create(&other, &props)) {
+    report(0, name, "cuMemPoolCreate failed");
+    return;
+  }
+  cuuint64_t most = UINT64_MAX;
+  cu.pool_set(keeper, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &most);
+  const size_t size = (size_t)limit_gib * GIB / 4 * 3; /* twice is over the limit */
+  CUdeviceptr p = 0;
+  CUresult first = cu.alloc_from_pool(&p, size, keeper, NULL);
+  if (first == CUDA_SUCCESS) {
+    cu.free_async(p, NULL);
+    cu.sync();
+  }
+  CUresult again = cu.alloc_from_pool(&p, size, other, NULL);
+  report(first == CUDA_SUCCESS && again == CUDA_ERROR_OUT_OF_MEMORY, name,
+         "%.2f GiB freed into it (%d), then as much from another pool: %s (want CUDA_ERROR_OUT_OF_MEMORY = 2: %d)",
+         (double)size / GIB, (int)first, again == CUDA_ERROR_OUT_OF_MEMORY ? "refused" : "not refused", (int)again);
+  if (again == CUDA_SUCCESS) {
+    cu.free_async(p, NULL);
+    cu.sync();
+  }
+  cu.pool_trim(keeper, 0);
+  CUresult after = cu.alloc_from_pool(&p, size, other, NULL);
+  report(after == CUDA_SUCCESS, "pool trimmed", "%.2f GiB from the other pool once the first is trimmed: %d",
+         (double)size / GIB, (int)after);
+  if (after == CUDA_SUCCESS) {
+    cu.free_async(p, NULL);
+    cu.sync();
+  }
+  cu.pool_trim(other, 0);
+  cu.pool_destroy(keeper);
+  cu.pool_destroy(other);
+}
+
 /* NVML as nvidia-smi and monitoring agents read it: the GPU's total is the
  * container's limit. */
 static void check_nvml(unsigned limit_gib) {
@@ -189,6 +241,7 @@ int main(int argc, char **argv) {
     check_path("cuMemAllocAsync", gib, async_alloc, async_free);
     check_path("cuMemAllocFromPoolAsync", gib, pool_alloc, async_free);
     check_path("cuMemAllocManaged", gib, managed_alloc, plain_free);
+    check_kept_pool(gib);
     check_nvml(gib);
   } else if (!strcmp(mode, "hold")) {
     CUdeviceptr p;

@@ -8,7 +8,9 @@
 #  1. driver API under `gpuslice exec --memory-limit ${GPU_LIMIT_GIB}Gi`
 #     (default 8): cuMemGetInfo shows the limit; one GiB over it is refused
 #     and one under it allocated through cuMemAlloc, cuMemCreate (VMM),
-#     cuMemAllocAsync, the default pool, managed memory; NVML's total;
+#     cuMemAllocAsync, the default pool, managed memory; memory freed into
+#     a pool that keeps it is not had again from another pool until trimmed;
+#     NVML's total;
 #  2. nvidia-smi inside the limit shows the limit as the GPU's total;
 #  3. PyTorch: mem_get_info's total is the limit, a tensor over it raises
 #     torch.cuda.OutOfMemoryError, one under it works;

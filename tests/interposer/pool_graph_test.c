@@ -48,6 +48,31 @@ static CUstream stream_on(int dev) {
   return s;
 }
 
+static uint64_t used_on(int dev) { return fakecuda_device_used(dev); }
+
+/* free memory as the program is told, in `dev`'s context */
+static uint64_t told_free(int dev) {
+  size_t free_b = 0, total = 0;
+  cuCtxSetCurrent(ctx[dev]);
+  cuMemGetInfo_v2(&free_b, &total);
+  cuCtxSetCurrent(ctx[0]);
+  return free_b;
+}
+
+static CUmemoryPool new_pool(int dev, uint64_t threshold) {
+  CUmemPoolProps props;
+  memset(&props, 0, sizeof props);
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = dev;
+  CUmemoryPool p = NULL;
+  CUresult r = cuMemPoolCreate(&p, &props);
+  CHECK(r == CUDA_SUCCESS, "cuMemPoolCreate on GPU %d: %d", dev, r);
+  cuuint64_t t = threshold;
+  if (p) cuMemPoolSetAttribute(p, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &t);
+  return p;
+}
+
 static void streams(void) {
   CUstream s1 = stream_on(1);
   CUdeviceptr p = 0, held = 0;
@@ -56,11 +81,14 @@ static void streams(void) {
   /* GPU 0 current, a stream of GPU 1: the memory is GPU 1's */
   r = cuMemAllocAsync(&p, 300 * MIB, s1);
   CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "300 MiB on GPU 1's stream, GPU 0 current: %d", r);
+  CHECK(used_on(1) == 0, "the refused 300 MiB given back by GPU 1's pool: it holds %llu bytes",
+        (unsigned long long)used_on(1));
   r = cuMemAllocAsync(&held, 200 * MIB, s1);
   CHECK(r == CUDA_SUCCESS, "200 MiB on GPU 1's stream: %d", r);
-  CHECK(fakecuda_device_used(1) == 200 * MIB, "GPU 1 holds %llu bytes", (unsigned long long)fakecuda_device_used(1));
   r = cuMemAllocAsync(&p, 100 * MIB, s1);
   CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "100 MiB more on GPU 1's stream: %d", r);
+  CHECK(used_on(1) == 200 * MIB, "GPU 1 holds %llu bytes", (unsigned long long)used_on(1));
+  CHECK(told_free(1) == 56 * MIB, "GPU 1's free memory as told: %llu", (unsigned long long)told_free(1));
 
   /* GPU 1's pool, GPU 0 current, GPU 0's streams: still GPU 1's budget */
   CUmemoryPool pool0, pool1;
@@ -69,28 +97,51 @@ static void streams(void) {
   CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "100 MiB from GPU 1's pool with 200 held: %d", r);
   r = cuMemAllocFromPoolAsync_ptsz(&p, 100 * MIB, pool1, NULL);
   CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "the same, per-thread stream: %d", r);
-  CHECK(fakecuda_device_used(1) == 200 * MIB, "refused memory given back: GPU 1 holds %llu bytes",
-        (unsigned long long)fakecuda_device_used(1));
+  CHECK(used_on(1) == 200 * MIB, "GPU 1 holds %llu bytes", (unsigned long long)used_on(1));
+
+  /* What a pool keeps is charged: freed memory a pool holds on to (its
+   * release threshold set high) cannot be had again from another pool */
+  cuuint64_t keep_all = UINT64_MAX;
+  cuMemPoolSetAttribute(pool1, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all);
   r = cuMemFreeAsync(held, s1);
   CHECK(r == CUDA_SUCCESS, "free the 200 MiB: %d", r);
-  r = cuMemAllocFromPoolAsync(&held, 250 * MIB, pool1, NULL);
-  CHECK(r == CUDA_SUCCESS, "250 MiB from GPU 1's pool once freed: %d", r);
+  cuStreamSynchronize(s1);
+  CUmemoryPool other = new_pool(1, UINT64_MAX);
+  r = cuMemAllocFromPoolAsync(&p, 200 * MIB, other, NULL);
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "200 MiB from another pool of GPU 1 while the first keeps 200: %d", r);
+  CHECK(used_on(1) == 200 * MIB, "GPU 1 holds %llu bytes (the first pool's)", (unsigned long long)used_on(1));
+  r = cuMemAllocFromPoolAsync(&held, 200 * MIB, pool1, NULL);
+  CHECK(r == CUDA_SUCCESS, "200 MiB again from the pool that keeps them: %d", r);
+  CHECK(used_on(1) == 200 * MIB, "reused: GPU 1 holds %llu bytes", (unsigned long long)used_on(1));
+
+  /* what a pool gives back is credited: trimmed, or released at a synchronization */
+  cuMemFreeAsync(held, NULL);
+  r = cuMemPoolTrimTo(pool1, 0);
+  CHECK(r == CUDA_SUCCESS && used_on(1) == 0, "trimmed: %d, GPU 1 holds %llu bytes", r, (unsigned long long)used_on(1));
+  r = cuMemAllocFromPoolAsync(&held, 200 * MIB, other, NULL);
+  CHECK(r == CUDA_SUCCESS, "200 MiB from the other pool once the first was trimmed: %d", r);
+  cuMemFreeAsync(held, NULL);
+  cuuint64_t keep_none = 0;
+  cuMemPoolSetAttribute(other, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_none);
+  cuCtxSynchronize(); /* the pool gives it back now; the interposer sees it when asked */
   cuCtxSetCurrent(ctx[1]);
-  r = cuMemAlloc_v2(&p, 10 * MIB);
-  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "10 MiB in GPU 1's context with the pool's 250 held: %d", r);
+  r = cuMemAlloc_v2(&held, 250 * MIB);
+  CHECK(r == CUDA_SUCCESS, "250 MiB in GPU 1's context after the pool gave its memory back: %d", r);
+  cuMemFree_v2(held);
+  r = cuMemPoolDestroy(other);
+  CHECK(r == CUDA_SUCCESS, "cuMemPoolDestroy: %d", r);
 
   /* GPU 1 current, GPU 0's pool: not GPU 1's budget (first charged there,
    * so it must fit there too until the driver says where it is) */
-  r = cuMemFreeAsync(held, NULL);
-  CHECK(r == CUDA_SUCCESS, "free the 250 MiB: %d", r);
   CUdeviceptr big = 0;
   r = cuMemAllocFromPoolAsync(&big, 200 * MIB, pool0, NULL);
   CHECK(r == CUDA_SUCCESS, "200 MiB from GPU 0's pool, GPU 1 current: %d", r);
   r = cuMemAlloc_v2(&held, 250 * MIB);
   CHECK(r == CUDA_SUCCESS, "250 MiB in GPU 1's context, GPU 0's 200 held: %d", r);
-  CHECK(fakecuda_device_used(0) == 200 * MIB, "GPU 0 holds %llu bytes", (unsigned long long)fakecuda_device_used(0));
+  CHECK(used_on(0) == 200 * MIB, "GPU 0 holds %llu bytes", (unsigned long long)used_on(0));
   cuMemFree_v2(held);
   cuMemFreeAsync(big, NULL);
+  cuCtxSetCurrent(ctx[0]);
   cuStreamDestroy_v2(s1);
 }
 

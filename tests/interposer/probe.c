@@ -35,6 +35,7 @@ struct api {
   PFN_gs_cuMemAllocFromPoolAsync pool_alloc;
   PFN_gs_cuDeviceGetDefaultMemPool default_pool;
   PFN_gs_cuMemPoolTrimTo trim;
+  PFN_gs_cuCtxSynchronize sync;
   PFN_gs_cuMemCreate create;
   PFN_gs_cuMemRelease release;
   PFN_gs_cuArrayCreate_v2 array;
@@ -71,6 +72,7 @@ static void fill_linked(struct api *a) {
   a->pool_alloc = cuMemAllocFromPoolAsync;
   a->default_pool = cuDeviceGetDefaultMemPool;
   a->trim = cuMemPoolTrimTo;
+  a->sync = cuCtxSynchronize;
   a->create = cuMemCreate;
   a->release = cuMemRelease;
   a->array = cuArrayCreate_v2;
@@ -101,6 +103,7 @@ static void fill_dlsym(struct api *a, void *h) {
   D(pool_alloc, "cuMemAllocFromPoolAsync");
   D(default_pool, "cuDeviceGetDefaultMemPool");
   D(trim, "cuMemPoolTrimTo");
+  D(sync, "cuCtxSynchronize");
   D(create, "cuMemCreate");
   D(release, "cuMemRelease");
   D(array, "cuArrayCreate_v2");
@@ -151,6 +154,7 @@ static void fill_procaddr(struct api *a, void *h, int v2) {
   P(pool_alloc, "cuMemAllocFromPoolAsync");
   P(default_pool, "cuDeviceGetDefaultMemPool");
   P(trim, "cuMemPoolTrimTo");
+  P(sync, "cuCtxSynchronize");
   P(create, "cuMemCreate");
   P(release, "cuMemRelease");
   P(array, "cuArrayCreate");
@@ -218,8 +222,11 @@ static CUresult release(const struct api *a, const char *api, struct held *h) {
   if (h->kind == 2) return a->array_destroy(h->arr);
   if (h->kind == 3) return a->mipmap_destroy(h->mip);
   if (!strcmp(api, "async") || !strcmp(api, "pool")) {
+    /* the pool keeps freed memory (and it stays charged) until it gives it
+     * back: at a synchronization (async), or trimmed (pool) */
     CUresult r = a->free_async(h->ptr, NULL);
     CUmemoryPool pool;
+    if (!r && !strcmp(api, "async")) r = a->sync();
     if (!r && !strcmp(api, "pool") && a->default_pool(&pool, 0) == CUDA_SUCCESS) r = a->trim(pool, 0);
     return r;
   }

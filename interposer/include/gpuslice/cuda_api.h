@@ -209,8 +209,15 @@ typedef struct CUgraphNodeParams_st {
 
 typedef enum CUpointer_attribute_enum {
   CU_POINTER_ATTRIBUTE_CONTEXT = 1,
-  CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
+  CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
+  CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE = 17
 } CUpointer_attribute;
+
+typedef enum CUmemPool_attribute_enum {
+  CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+  CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5,
+  CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7
+} CUmemPool_attribute;
 
 typedef enum CUmemAttach_flags_enum {
   CU_MEM_ATTACH_GLOBAL = 0x1,
@@ -254,6 +261,11 @@ typedef enum CUmemAttach_flags_enum {
   X(cuDeviceGetDefaultMemPool, (CUmemoryPool * pool_out, CUdevice dev))                        \
   X(cuPointerGetAttribute, (void *data, CUpointer_attribute attribute, CUdeviceptr ptr))        \
   X(cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep))                               \
+  X(cuMemPoolCreate, (CUmemoryPool * pool, const CUmemPoolProps *poolProps))                    \
+  X(cuMemPoolDestroy, (CUmemoryPool pool))                                                     \
+  X(cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value))          \
+  X(cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value))          \
+  X(cuDeviceGetMemPool, (CUmemoryPool * pool, CUdevice dev))                                   \
   X(cuMemCreate, (CUmemGenericAllocationHandle * handle, size_t size,                          \
                   const CUmemAllocationProp *prop, unsigned long long flags))                  \
   X(cuMemRelease, (CUmemGenericAllocationHandle handle))                                       \

@@ -1,0 +1,250 @@
+/* Stream-ordered memory (cuMemAllocAsync, cuMemAllocFromPoolAsync): what a
+ * pool holds is charged, not what is allocated from it. A pool keeps the
+ * memory of what is freed and reuses it; it gives back what is above its
+ * release threshold at the next synchronization, or on cuMemPoolTrimTo, and
+ * never with the threshold set high. Charging allocations and crediting
+ * their frees let a program hold any amount in pools: allocate, free,
+ * allocate from another pool. So each pool's reservation as the driver
+ * counts it (CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) is charged to its device:
+ *  - before an allocation, what the pool must grow by (the size past its
+ *    unused part) is charged to the pool's device, or to the current
+ *    context's for a pool not seen yet, and refused there without calling
+ *    the driver;
+ *  - after it, the pool's charge becomes its reservation, on the device the
+ *    driver says the memory is on, and the estimate is given back. A growth
+ *    that does not fit (the pool was another GPU's, or grew by more than its
+ *    unused part said) is freed, its stream waited for, the pool trimmed
+ *    back to what it held, and CUDA_ERROR_OUT_OF_MEMORY returned: else the
+ *    pool would keep it, for the next allocations to take uncharged;
+ *  - a free credits nothing (the pool keeps the memory). What pools give
+ *    back is credited at their next allocation, at cuMemPoolTrimTo, at
+ *    cuMemGetInfo, and before any charge of the device is refused;
+ *  - cuMemPoolDestroy credits the pool's charge, unless allocations of it
+ *    are still out: the driver then frees the pool later, unseen, and its
+ *    charge stays (the safe side).
+ * Inside a stream capture an allocation takes nothing yet: it becomes an
+ * allocation node, refused where any device has a memory limit
+ * (graph_memory.c says why).
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <pthread.h>
+
+#define MAX_POOLS 256 /* a process that makes more has further pools' allocations refused */
+
+struct pool {
+  CUmemoryPool handle;
+  int ordinal;
+  uint64_t charged; /* its reservation when last looked at */
+};
+static struct pool pools[MAX_POOLS];
+static int npools;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+void gs_pools_reset_after_fork(void) {
+  /* the child has no context, so none of these pools */
+  pthread_mutex_init(&mu, NULL);
+  npools = 0;
+}
+
+static struct pool *find(CUmemoryPool h) {
+  for (int i = 0; i < npools; i++)
+    if (pools[i].handle == h) return &pools[i];
+  return NULL;
+}
+
+static uint64_t pool_attribute(CUmemoryPool h, CUmemPool_attribute attr, uint64_t if_unknown) {
+  cuuint64_t v = 0;
+  return gs_real.cuMemPoolGetAttribute(h, attr, &v) == CUDA_SUCCESS ? v : if_unknown;
+}
+
+/* What pools on `ridx` (all: -1) gave back, credited; 1 if anything. mu held. */
+static int release_locked(int ridx) {
+  int any = 0;
+  for (int i = 0; i < npools; i++) {
+    struct pool *p = &pools[i];
+    const struct gs_dev *d = gs_ordinal_dev(p->ordinal);
+    if (!d || (ridx != -1 && d->ridx != ridx)) continue;
+    uint64_t now = pool_attribute(p->handle, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, p->charged);
+    if (now >= p->charged) continue; /* a growth is charged by the allocation that made it */
+    gs_credit(d->ridx, p->charged - now);
+    p->charged = now;
+    any = 1;
+  }
+  return any;
+}
+
+int gs_pools_release(int ridx) {
+  pthread_mutex_lock(&mu);
+  int any = release_locked(ridx);
+  pthread_mutex_unlock(&mu);
+  return any;
+}
+
+int gs_charge_dev(const struct gs_dev *d, uint64_t size) {
+  if (gs_charge(d->ridx, size, d->mem_limit) == 0) return 0;
+  return gs_pools_release(d->ridx) ? gs_charge(d->ridx, size, d->mem_limit) : -1;
+}
+
+enum { ASYNC, ASYNC_PTSZ, FROM_POOL, FROM_POOL_PTSZ };
+
+static CUresult driver_alloc(int how, CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
+  switch (how) {
+  case ASYNC: return gs_real.cuMemAllocAsync(dptr, size, s);
+  case ASYNC_PTSZ: return gs_real.cuMemAllocAsync_ptsz(dptr, size, s);
+  case FROM_POOL: return gs_real.cuMemAllocFromPoolAsync(dptr, size, pool, s);
+  default: return gs_real.cuMemAllocFromPoolAsync_ptsz(dptr, size, pool, s);
+  }
+}
+
+/* What `pool` must grow by to hand out `size`: the size past its unused part. */
+static uint64_t growth_of(CUmemoryPool pool, size_t size) {
+  if (!pool) return size;
+  uint64_t reserved = pool_attribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, 0);
+  uint64_t used = pool_attribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, UINT64_MAX);
+  uint64_t unused = used <= reserved ? reserved - used : 0;
+  return size > unused ? size - unused : 0;
+}
+
+/* After the driver allocated from `got`: its charge made its reservation,
+ * on the device the memory is on; `est` (charged to `est_dev`) given back.
+ * -1: the growth does not fit. It is charged all the same (the pool holds
+ * it) and the caller gives it back: `*keep` is what the pool held before. */
+static int settle(CUmemoryPool got, CUdeviceptr ptr, const struct gs_dev *est_dev, uint64_t est, size_t size,
+                  uint64_t *keep) {
+  pthread_mutex_lock(&mu);
+  struct pool *p = find(got);
+  int ordinal = p ? p->ordinal : -1;
+  if (!p && gs_real.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr) != CUDA_SUCCESS)
+    ordinal = -1;
+  const struct gs_dev *d = ordinal >= 0 ? gs_ordinal_dev(ordinal) : NULL;
+  int ok = 1;
+  *keep = 0;
+  if (d && !p) {
+    if (npools == MAX_POOLS) {
+      GS_LOG("more than %d memory pools: allocations from another are refused", MAX_POOLS);
+      d = NULL;
+      ok = 0;
+    } else {
+      p = &pools[npools++];
+      *p = (struct pool){got, ordinal, 0};
+    }
+  }
+  if (d) {
+    *keep = p->charged;
+    uint64_t now = pool_attribute(got, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, p->charged + size);
+    /* what the pool grew by, beyond the estimate already charged here */
+    uint64_t grew = now > p->charged ? now - p->charged : 0, shrank = now < p->charged ? p->charged - now : 0;
+    uint64_t held = est_dev && est_dev->ridx == d->ridx ? est : 0;
+    p->charged = now;
+    if (grew > held) {
+      const uint64_t more = grew - held;
+      ok = gs_charge(d->ridx, more, d->mem_limit) == 0 ||
+           (release_locked(d->ridx) && gs_charge(d->ridx, more, d->mem_limit) == 0);
+      if (!ok) gs_charge(d->ridx, more, GS_NO_LIMIT); /* held until the caller gives it back */
+    } else {
+      shrank += held - grew;
+    }
+    if (shrank) gs_credit(d->ridx, shrank);
+    if (held) est = 0;
+  }
+  pthread_mutex_unlock(&mu);
+  if (est_dev && est) gs_credit(est_dev->ridx, est);
+  return ok ? 0 : -1;
+}
+
+/* A refused allocation given back, and the pool's growth with it: freed,
+ * its stream waited for (the free is stream-ordered), the pool trimmed to
+ * what it held before, and that credited. */
+static void give_back(CUdeviceptr ptr, CUstream named, CUmemoryPool got, uint64_t keep) {
+  gs_real.cuMemFreeAsync(ptr, named);
+  if (!got) return;
+  gs_real.cuStreamSynchronize(named);
+  gs_real.cuMemPoolTrimTo(got, keep);
+  gs_pools_release(-1);
+}
+
+static CUresult stream_ordered_alloc(int how, CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
+  if (gs_mode() != GS_ENFORCE || !dptr || !gs_any_accounted()) return driver_alloc(how, dptr, size, pool, s);
+  const int ptsz = how == ASYNC_PTSZ || how == FROM_POOL_PTSZ;
+  CUstream named = !s && ptsz ? GS_STREAM_PER_THREAD : s; /* the stream a _ptsz call means by NULL */
+  CUstreamCaptureStatus capture;
+  CUresult r = gs_real.cuStreamIsCapturing(named, &capture);
+  if (r != CUDA_SUCCESS) return r;
+  if (capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+    if (!gs_any_memory_limit()) return driver_alloc(how, dptr, size, pool, s); /* a node: nothing taken now */
+    GS_LOG("stream-ordered allocation in a stream capture refused: graph memory is not accounted");
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  /* The pool: the one named, or the current context's device's current one
+   * (a stream made in another device's context allocates from that
+   * device's: the driver says so afterwards). */
+  CUdevice current = -1;
+  if (gs_real.cuCtxGetDevice(&current) != CUDA_SUCCESS) current = -1;
+  CUmemoryPool want = pool;
+  if (!want && current >= 0 && gs_real.cuDeviceGetMemPool(&want, current) != CUDA_SUCCESS) want = NULL;
+  pthread_mutex_lock(&mu);
+  const struct pool *known = want ? find(want) : NULL;
+  const int est_ordinal = known ? known->ordinal : current;
+  pthread_mutex_unlock(&mu);
+  const struct gs_dev *est_dev = est_ordinal >= 0 ? gs_ordinal_dev(est_ordinal) : NULL;
+  const uint64_t est = growth_of(want, size);
+  if (est_dev && est && gs_charge_dev(est_dev, est) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+
+  r = driver_alloc(how, dptr, size, pool, s);
+  if (r != CUDA_SUCCESS) {
+    if (est_dev && est) gs_credit(est_dev->ridx, est);
+    return r;
+  }
+  CUmemoryPool got = want;
+  const int null_stream = named == NULL || named == GS_STREAM_LEGACY || named == GS_STREAM_PER_THREAD;
+  if ((how == ASYNC || how == ASYNC_PTSZ) && !null_stream &&
+      gs_real.cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, *dptr) != CUDA_SUCCESS)
+    got = NULL;
+  uint64_t keep = 0;
+  if (got ? settle(got, *dptr, est_dev, est, size, &keep) == 0 : !gs_any_memory_limit()) {
+    if (!got && est_dev && est) gs_credit(est_dev->ridx, est); /* its pool unknown, and nothing limited */
+    return CUDA_SUCCESS;
+  }
+  /* does not fit where it is, or its pool cannot be known: given back */
+  if (!got && est_dev && est) gs_credit(est_dev->ridx, est);
+  give_back(*dptr, named, got, keep);
+  return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+GS_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s) {
+  return stream_ordered_alloc(ASYNC, dptr, size, NULL, s);
+}
+GS_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s) {
+  return stream_ordered_alloc(ASYNC_PTSZ, dptr, size, NULL, s);
+}
+GS_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
+  return stream_ordered_alloc(FROM_POOL, dptr, size, pool, s);
+}
+GS_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
+  return stream_ordered_alloc(FROM_POOL_PTSZ, dptr, size, pool, s);
+}
+
+GS_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
+  const int mode = gs_mode();
+  CUresult r = gs_real.cuMemPoolTrimTo(pool, keep);
+  if (r == CUDA_SUCCESS && mode == GS_ENFORCE) gs_pools_release(-1);
+  return r;
+}
+
+GS_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+  if (gs_mode() != GS_ENFORCE) return gs_real.cuMemPoolDestroy(pool);
+  const uint64_t out = pool_attribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, UINT64_MAX);
+  CUresult r = gs_real.cuMemPoolDestroy(pool);
+  if (r != CUDA_SUCCESS) return r;
+  pthread_mutex_lock(&mu);
+  struct pool *p = find(pool);
+  if (p) {
+    const struct gs_dev *d = gs_ordinal_dev(p->ordinal);
+    if (d && out == 0) gs_credit(d->ridx, p->charged);
+    *p = pools[--npools]; /* the handle may come back for another pool */
+  }
+  pthread_mutex_unlock(&mu);
+  return r;
+}

@@ -9,7 +9,8 @@
  *  - before an allocation, what the pool must grow by (the size past its
  *    unused part) is charged to the pool's device, or to the current
  *    context's for a pool not seen yet, and refused there without calling
- *    the driver;
+ *    the driver, unless the pool already holds the size (then the driver
+ *    may reuse memory whose free is still queued, and decides);
  *  - after it, the pool's charge becomes its reservation, on the device the
  *    driver says the memory is on, and the estimate is given back. A growth
  *    that does not fit (the pool was another GPU's, or grew by more than its
@@ -189,8 +190,16 @@ static CUresult stream_ordered_alloc(int how, CUdeviceptr *dptr, size_t size, CU
   const int est_ordinal = known ? known->ordinal : current;
   pthread_mutex_unlock(&mu);
   const struct gs_dev *est_dev = est_ordinal >= 0 ? gs_ordinal_dev(est_ordinal) : NULL;
-  const uint64_t est = growth_of(want, size);
-  if (est_dev && est && gs_charge_dev(est_dev, est) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  uint64_t est = growth_of(want, size);
+  if (est_dev && est && gs_charge_dev(est_dev, est) != 0) {
+    /* A pool that holds as much may hand it out without growing (memory
+     * freed on the same stream is reused before the free has run, which its
+     * count of used memory may not show yet): the driver decides, and a
+     * growth that does not fit is given back. Else refused here. */
+    if (!want || pool_attribute(want, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, 0) < size)
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    est = 0;
+  }
 
   r = driver_alloc(how, dptr, size, pool, s);
   if (r != CUDA_SUCCESS) {

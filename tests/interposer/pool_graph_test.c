@@ -114,6 +114,13 @@ static void streams(void) {
   CHECK(r == CUDA_SUCCESS, "200 MiB again from the pool that keeps them: %d", r);
   CHECK(used_on(1) == 200 * MIB, "reused: GPU 1 holds %llu bytes", (unsigned long long)used_on(1));
 
+  /* a pool that holds as much as asked may be tried (it might reuse); its
+   * growth past the limit is given back */
+  CUdeviceptr more = 0;
+  r = cuMemAllocFromPoolAsync(&more, 100 * MIB, pool1, NULL);
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "100 MiB more from the pool that holds 200, all in use: %d", r);
+  CHECK(used_on(1) == 200 * MIB, "its growth given back: GPU 1 holds %llu bytes", (unsigned long long)used_on(1));
+
   /* what a pool gives back is credited: trimmed, or released at a synchronization */
   cuMemFreeAsync(held, NULL);
   r = cuMemPoolTrimTo(pool1, 0);

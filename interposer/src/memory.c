@@ -63,51 +63,80 @@ static inline CUresult after_free(CUresult r, int tracked, uint64_t key, int kin
   } while (0)
 
 /* gs_mode() first: a call passed through before the process's first charge
- * (a NULL descriptor, say) needs the driver resolved too. */
-#define ALLOC_WRAPPER(d, size, call, keyexpr, kind)                                                \
+ * (a NULL descriptor, say) needs the driver resolved too. The driver writes
+ * the new allocation into `out_`, ours, and the caller's `out` gets it only
+ * at the end: another thread of the program could rewrite the caller's
+ * between the driver's write and our read, and have another allocation
+ * tracked in this one's place (its free would then credit this size). */
+#define ALLOC_WRAPPER(d, size, kind, out, passed_through, call_into_out_)                          \
   do {                                                                                             \
     gs_mode();                                                                                     \
-    if (!(d)) return call;                                                                         \
+    if (!(d) || !(out)) return passed_through;                                                     \
     CHARGE_OR_FAIL(d, size);                                                                       \
-    CUresult r_ = call;                                                                            \
-    return settle(d, r_, r_ == CUDA_SUCCESS ? (uint64_t)(keyexpr) : 0, kind, size);                \
+    __typeof__(*(out)) out_ = 0;                                                                   \
+    CUresult r_ = call_into_out_;                                                                  \
+    r_ = settle(d, r_, r_ == CUDA_SUCCESS ? (uint64_t)(uintptr_t)out_ : 0, kind, size);            \
+    if (r_ == CUDA_SUCCESS) *(out) = out_;                                                         \
+    return r_;                                                                                     \
   } while (0)
 
 GS_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size) {
   struct gs_dev *d = charge_dev();
-  ALLOC_WRAPPER(d, size, gs_real.cuMemAlloc_v2(dptr, size), *dptr, GS_KIND_PTR);
+  ALLOC_WRAPPER(d, size, GS_KIND_PTR, dptr, gs_real.cuMemAlloc_v2(dptr, size), gs_real.cuMemAlloc_v2(&out_, size));
 }
 
 GS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned int flags) {
   struct gs_dev *d = charge_dev();
-  ALLOC_WRAPPER(d, size, gs_real.cuMemAllocManaged(dptr, size, flags), *dptr, GS_KIND_PTR);
+  ALLOC_WRAPPER(d, size, GS_KIND_PTR, dptr, gs_real.cuMemAllocManaged(dptr, size, flags),
+                gs_real.cuMemAllocManaged(&out_, size, flags));
 }
 
 GS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t w, size_t h, unsigned int elem) {
   struct gs_dev *d = charge_dev();
-  if (!d || !pitch) return gs_real.cuMemAllocPitch_v2(dptr, pitch, w, h, elem);
+  if (!d || !pitch || !dptr) return gs_real.cuMemAllocPitch_v2(dptr, pitch, w, h, elem);
   /* the pitch is known only afterwards: charge the usual 512-byte alignment, then settle */
   uint64_t guess = w > UINT64_MAX - 511 ? UINT64_MAX : mul_sat(((uint64_t)w + 511) / 512 * 512, h);
   CHARGE_OR_FAIL(d, guess);
-  CUresult r = gs_real.cuMemAllocPitch_v2(dptr, pitch, w, h, elem);
+  CUdeviceptr got = 0; /* ours, not the caller's: see ALLOC_WRAPPER */
+  size_t got_pitch = 0;
+  CUresult r = gs_real.cuMemAllocPitch_v2(&got, &got_pitch, w, h, elem);
   if (r != CUDA_SUCCESS) return settle(d, r, 0, GS_KIND_PTR, guess);
-  uint64_t real_size = (uint64_t)*pitch * h;
+  uint64_t real_size = mul_sat(got_pitch, h);
   if (real_size > guess && gs_charge_dev(d, real_size - guess) != 0) {
-    gs_real.cuMemFree_v2(*dptr);
+    gs_real.cuMemFree_v2(got);
     gs_credit(d->ridx, guess);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   if (real_size < guess) gs_credit(d->ridx, guess - real_size);
-  return settle(d, r, *dptr, GS_KIND_PTR, real_size);
+  r = settle(d, r, got, GS_KIND_PTR, real_size);
+  *dptr = got;
+  *pitch = got_pitch;
+  return r;
 }
 
 GS_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) { FREE_WRAPPER(gs_real.cuMemFree_v2(p), p, GS_KIND_PTR); }
-GS_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
-  FREE_WRAPPER(gs_real.cuMemFreeAsync(p, s), p, GS_KIND_PTR);
+/* Pool memory is not tracked here: its pool's charge stays (pools.c). Memory
+ * charged by allocation (cuMemAlloc_v2...) and freed with cuMemFreeAsync is
+ * freed when the stream reaches the free, which work queued before it (a
+ * kernel that never ends) can put off for ever: credited once the stream
+ * has been waited for; a free captured into a graph, never. */
+static CUresult free_async(CUdeviceptr p, CUstream s, int ptsz) {
+  int ridx;
+  uint64_t size;
+  const int tracked = untrack(p, GS_KIND_PTR, &ridx, &size);
+  CUresult r = ptsz ? gs_real.cuMemFreeAsync_ptsz(p, s) : gs_real.cuMemFreeAsync(p, s);
+  if (!tracked || r != CUDA_SUCCESS) return after_free(r, tracked, p, GS_KIND_PTR, ridx, size);
+  CUstream named = !s && ptsz ? GS_STREAM_PER_THREAD : s;
+  CUstreamCaptureStatus capture;
+  if (gs_real.cuStreamIsCapturing(named, &capture) == CUDA_SUCCESS && capture == CU_STREAM_CAPTURE_STATUS_NONE &&
+      gs_real.cuStreamSynchronize(named) == CUDA_SUCCESS)
+    gs_credit(ridx, size);
+  else
+    GS_LOG("%llu bytes freed in stream order, not seen done: they stay charged", (unsigned long long)size);
+  return r;
 }
-GS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
-  FREE_WRAPPER(gs_real.cuMemFreeAsync_ptsz(p, s), p, GS_KIND_PTR);
-}
+GS_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { return free_async(p, s, 0); }
+GS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) { return free_async(p, s, 1); }
 
 static uint64_t array_bytes(size_t w, size_t h, size_t depth, CUarray_format f, unsigned channels) {
   /* what a caller asks for, which may overflow: saturated, and so refused */
@@ -123,12 +152,13 @@ static uint64_t array_bytes(size_t w, size_t h, size_t depth, CUarray_format f, 
 GS_EXPORT CUresult cuArrayCreate_v2(CUarray *a, const CUDA_ARRAY_DESCRIPTOR *desc) {
   struct gs_dev *d = desc ? charge_dev() : NULL;
   uint64_t size = d ? array_bytes(desc->Width, desc->Height, 0, desc->Format, desc->NumChannels) : 0;
-  ALLOC_WRAPPER(d, size, gs_real.cuArrayCreate_v2(a, desc), *a, GS_KIND_ARRAY);
+  ALLOC_WRAPPER(d, size, GS_KIND_ARRAY, a, gs_real.cuArrayCreate_v2(a, desc), gs_real.cuArrayCreate_v2(&out_, desc));
 }
 GS_EXPORT CUresult cuArray3DCreate_v2(CUarray *a, const CUDA_ARRAY3D_DESCRIPTOR *desc) {
   struct gs_dev *d = desc ? charge_dev() : NULL;
   uint64_t size = d ? array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels) : 0;
-  ALLOC_WRAPPER(d, size, gs_real.cuArray3DCreate_v2(a, desc), *a, GS_KIND_ARRAY);
+  ALLOC_WRAPPER(d, size, GS_KIND_ARRAY, a, gs_real.cuArray3DCreate_v2(a, desc),
+                gs_real.cuArray3DCreate_v2(&out_, desc));
 }
 GS_EXPORT CUresult cuArrayDestroy(CUarray a) { FREE_WRAPPER(gs_real.cuArrayDestroy(a), (uintptr_t)a, GS_KIND_ARRAY); }
 
@@ -153,7 +183,8 @@ GS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *a, const CUDA_ARRAY3
     uint64_t level = array_bytes(w ? w : 1, h, z, desc->Format, desc->NumChannels);
     size = level > UINT64_MAX - size ? UINT64_MAX : size + level;
   }
-  ALLOC_WRAPPER(d, size, gs_real.cuMipmappedArrayCreate(a, desc, levels), *a, GS_KIND_ARRAY);
+  ALLOC_WRAPPER(d, size, GS_KIND_ARRAY, a, gs_real.cuMipmappedArrayCreate(a, desc, levels),
+                gs_real.cuMipmappedArrayCreate(&out_, desc, levels));
 }
 GS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray a) {
   FREE_WRAPPER(gs_real.cuMipmappedArrayDestroy(a), (uintptr_t)a, GS_KIND_ARRAY);

@@ -37,6 +37,7 @@
 struct pool {
   CUmemoryPool handle;
   int ordinal;
+  int exportable;   /* made with handle types for IPC: never tried past the limit */
   uint64_t charged; /* its reservation when last looked at */
 };
 static struct pool pools[MAX_POOLS];
@@ -122,14 +123,14 @@ static int settle(CUmemoryPool got, CUdeviceptr ptr, const struct gs_dev *est_de
   const struct gs_dev *d = ordinal >= 0 ? gs_ordinal_dev(ordinal) : NULL;
   int ok = 1;
   *keep = 0;
-  if (d && !p) {
+  if (!p && ordinal >= 0) { /* a pool of a device not accounted too: its next estimate goes nowhere */
     if (npools == MAX_POOLS) {
       GS_LOG("more than %d memory pools: allocations from another are refused", MAX_POOLS);
       d = NULL;
       ok = 0;
     } else {
       p = &pools[npools++];
-      *p = (struct pool){got, ordinal, 0};
+      *p = (struct pool){got, ordinal, 0, 0}; /* not made through us: a device's own pool */
     }
   }
   if (d) {
@@ -149,6 +150,9 @@ static int settle(CUmemoryPool got, CUdeviceptr ptr, const struct gs_dev *est_de
     }
     if (shrank) gs_credit(d->ridx, shrank);
     if (held) est = 0;
+    /* over the limit with what refused growths left charged (a pool that
+     * cannot give them back): nothing more, reused or not */
+    if (ok && d->mem_limit != GS_NO_LIMIT && gs_usage(d->ridx) > d->mem_limit) ok = 0;
   }
   pthread_mutex_unlock(&mu);
   if (est_dev && est) gs_credit(est_dev->ridx, est);
@@ -164,6 +168,13 @@ static void give_back(CUdeviceptr ptr, CUstream named, CUmemoryPool got, uint64_
   gs_real.cuStreamSynchronize(named);
   gs_real.cuMemPoolTrimTo(got, keep);
   gs_pools_release(-1);
+}
+
+/* Whether `d`'s usage is past its limit, even after what pools gave back:
+ * refused growths a pool could not give back leave it so. */
+static int over_limit(const struct gs_dev *d) {
+  if (d->mem_limit == GS_NO_LIMIT || gs_usage(d->ridx) <= d->mem_limit) return 0;
+  return !gs_pools_release(d->ridx) || gs_usage(d->ridx) > d->mem_limit;
 }
 
 static CUresult stream_ordered_alloc(int how, CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
@@ -188,37 +199,52 @@ static CUresult stream_ordered_alloc(int how, CUdeviceptr *dptr, size_t size, CU
   pthread_mutex_lock(&mu);
   const struct pool *known = want ? find(want) : NULL;
   const int est_ordinal = known ? known->ordinal : current;
+  const int exportable = known && known->exportable;
   pthread_mutex_unlock(&mu);
   const struct gs_dev *est_dev = est_ordinal >= 0 ? gs_ordinal_dev(est_ordinal) : NULL;
+  if (est_dev && over_limit(est_dev)) return CUDA_ERROR_OUT_OF_MEMORY;
   uint64_t est = growth_of(want, size);
   if (est_dev && est && gs_charge_dev(est_dev, est) != 0) {
     /* A pool that holds as much may hand it out without growing (memory
      * freed on the same stream is reused before the free has run, which its
      * count of used memory may not show yet): the driver decides, and a
      * growth that does not fit is given back. Else refused here. */
-    if (!want || pool_attribute(want, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, 0) < size)
+    if (!want || exportable || pool_attribute(want, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, 0) < size)
       return CUDA_ERROR_OUT_OF_MEMORY;
     est = 0;
   }
 
-  r = driver_alloc(how, dptr, size, pool, s);
+  CUdeviceptr ptr = 0; /* ours until the end: another thread could rewrite the caller's */
+  r = driver_alloc(how, &ptr, size, pool, s);
   if (r != CUDA_SUCCESS) {
     if (est_dev && est) gs_credit(est_dev->ridx, est);
     return r;
   }
+  /* A capture begun by another thread since the first look made this an
+   * allocation node: spoil that capture (waiting for a capturing stream is
+   * illegal, and ends it invalidated), so that no graph has the node. */
+  if (gs_real.cuStreamIsCapturing(named, &capture) == CUDA_SUCCESS && capture != CU_STREAM_CAPTURE_STATUS_NONE &&
+      gs_any_memory_limit()) {
+    gs_real.cuStreamSynchronize(named);
+    if (est_dev && est) gs_credit(est_dev->ridx, est);
+    GS_LOG("a stream capture began during a stream-ordered allocation: the capture is spoilt");
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  /* the pool it came from: a stream of another device's context, or a
+   * current pool another thread set meanwhile, may not be the one looked at */
   CUmemoryPool got = want;
-  const int null_stream = named == NULL || named == GS_STREAM_LEGACY || named == GS_STREAM_PER_THREAD;
-  if ((how == ASYNC || how == ASYNC_PTSZ) && !null_stream &&
-      gs_real.cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, *dptr) != CUDA_SUCCESS)
+  if ((how == ASYNC || how == ASYNC_PTSZ) &&
+      gs_real.cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, ptr) != CUDA_SUCCESS)
     got = NULL;
   uint64_t keep = 0;
-  if (got ? settle(got, *dptr, est_dev, est, size, &keep) == 0 : !gs_any_memory_limit()) {
+  if (got ? settle(got, ptr, est_dev, est, size, &keep) == 0 : !gs_any_memory_limit()) {
     if (!got && est_dev && est) gs_credit(est_dev->ridx, est); /* its pool unknown, and nothing limited */
+    *dptr = ptr;
     return CUDA_SUCCESS;
   }
   /* does not fit where it is, or its pool cannot be known: given back */
   if (!got && est_dev && est) gs_credit(est_dev->ridx, est);
-  give_back(*dptr, named, got, keep);
+  give_back(ptr, named, got, keep);
   return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -233,6 +259,23 @@ GS_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmem
 }
 GS_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
   return stream_ordered_alloc(FROM_POOL_PTSZ, dptr, size, pool, s);
+}
+
+/* A pool is known from its making: its device is charged before its first
+ * allocation, not the current context's. */
+GS_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props) {
+  const int mode = gs_mode();
+  CUmemoryPool made = NULL; /* ours until the end: another thread could rewrite the caller's */
+  CUresult r = gs_real.cuMemPoolCreate(pool ? &made : NULL, props);
+  if (r != CUDA_SUCCESS || !pool) return r;
+  if (mode == GS_ENFORCE && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE && gs_ordinal_dev(props->location.id)) {
+    pthread_mutex_lock(&mu);
+    if (!find(made) && npools < MAX_POOLS)
+      pools[npools++] = (struct pool){made, props->location.id, props->handleTypes != CU_MEM_HANDLE_TYPE_NONE, 0};
+    pthread_mutex_unlock(&mu);
+  }
+  *pool = made;
+  return r;
 }
 
 GS_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {

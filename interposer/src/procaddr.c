@@ -37,6 +37,7 @@ static const struct export exports[] = {
     X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, 1),
     X(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 11020, 0),
     X(cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync", 11020, 1),
+    X(cuMemPoolCreate, "cuMemPoolCreate", 11020, 0),
     X(cuMemPoolTrimTo, "cuMemPoolTrimTo", 11020, 0),
     X(cuMemPoolDestroy, "cuMemPoolDestroy", 11020, 0),
     X(cuMemCreate, "cuMemCreate", 10020, 0),

@@ -109,11 +109,13 @@ GS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, con
                                unsigned long long flags) {
   gs_mode(); /* the driver resolved, for a call passed through too (no prop, a host location) */
   struct gs_dev *d = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? gs_ordinal_dev(prop->location.id) : NULL;
-  if (!d) return gs_real.cuMemCreate(h, size, prop, flags);
+  if (!d || !h) return gs_real.cuMemCreate(h, size, prop, flags);
   if (gs_charge_dev(d, size) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&mu);
-  CUresult r = gs_real.cuMemCreate(h, size, prop, flags);
-  struct entry *e = r == CUDA_SUCCESS ? add(&handles, *h) : NULL;
+  CUmemGenericAllocationHandle got = 0; /* ours until the end: another thread could rewrite the caller's */
+  CUresult r = gs_real.cuMemCreate(&got, size, prop, flags);
+  if (r == CUDA_SUCCESS) *h = got;
+  struct entry *e = r == CUDA_SUCCESS ? add(&handles, got) : NULL;
   if (e) {
     e->size = size;
     e->ridx = d->ridx;
@@ -140,9 +142,11 @@ GS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
 GS_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr) {
   gs_mode();
   pthread_mutex_lock(&mu);
-  CUresult r = gs_real.cuMemRetainAllocationHandle(h, addr);
-  struct entry *e = r == CUDA_SUCCESS && h ? find(&handles, *h) : NULL;
+  CUmemGenericAllocationHandle got = 0;
+  CUresult r = gs_real.cuMemRetainAllocationHandle(h ? &got : NULL, addr);
+  struct entry *e = r == CUDA_SUCCESS && h ? find(&handles, got) : NULL;
   if (e) e->refs++;
+  if (r == CUDA_SUCCESS && h) *h = got;
   pthread_mutex_unlock(&mu);
   return r;
 }

@@ -73,6 +73,8 @@ static __thread CUcontext tls_ctx;
 static int acct_fd = -1;
 static pthread_mutex_t acct_mu = PTHREAD_MUTEX_INITIALIZER;
 
+static void note_peak(int dev, uint64_t held);
+
 static void acct_forget_after_fork(void) { acct_fd = -1; } /* the child gets a file of its own */
 
 static void account(void) {
@@ -266,6 +268,7 @@ static CUresult alloc_block(void **out, size_t size, int dev, int kind) {
       atomic_fetch_sub(&g.used[dev], size);
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    note_peak(dev, prev + size);
   }
   struct block *b = aligned_alloc(HDR, HDR + ((size + HDR - 1) / HDR) * HDR);
   if (!b) {
@@ -295,6 +298,19 @@ static CUresult free_block(void *p, int kind) {
 }
 
 uint64_t fakecuda_device_used(int dev) { return dev >= 0 && dev < FAKE_MAX_DEVICES ? g.used[dev] : 0; }
+
+/* The most a device has held since the last reset: for tests that show a
+ * limit held at every moment, not only after the memory was given back. */
+static _Atomic uint64_t peak[FAKE_MAX_DEVICES];
+static void note_peak(int dev, uint64_t held) {
+  uint64_t seen = atomic_load(&peak[dev]);
+  while (held > seen && !atomic_compare_exchange_weak(&peak[dev], &seen, held)) {
+  }
+}
+uint64_t fakecuda_device_peak(int dev) { return dev >= 0 && dev < FAKE_MAX_DEVICES ? atomic_load(&peak[dev]) : 0; }
+void fakecuda_reset_peak(int dev) {
+  if (dev >= 0 && dev < FAKE_MAX_DEVICES) atomic_store(&peak[dev], atomic_load(&g.used[dev]));
+}
 uint64_t fakecuda_device_total(int dev) {
   ensure_config();
   return dev >= 0 && dev < FAKE_MAX_DEVICES ? g.total[dev] : 0;
@@ -413,6 +429,7 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct CUmemPoolHandl
       free(b);
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    note_peak(pool->dev, prev + grow);
     pool->reserved += grow;
   }
   pool->used += size;

@@ -22,6 +22,8 @@ void fake_pools_release(void);
 int fakecuda_device_count(void);
 void fakecuda_uuid(int dev, CUuuid *u);
 uint64_t fakecuda_device_used(int dev);
+uint64_t fakecuda_device_peak(int dev); /* the most held since fakecuda_reset_peak */
+void fakecuda_reset_peak(int dev);
 uint64_t fakecuda_device_total(int dev);
 uint64_t fakecuda_busy_ns(void);
 void fakecuda_account_busy(void); /* the accounting file's busy_ns, now */

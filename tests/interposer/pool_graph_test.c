@@ -28,6 +28,8 @@
 #define MIB (1ull << 20)
 
 uint64_t fakecuda_device_used(int dev); /* the fake driver's own count */
+uint64_t fakecuda_device_peak(int dev);  /* the most it held since the reset */
+void fakecuda_reset_peak(int dev);
 
 static CUcontext ctx[2];
 
@@ -107,6 +109,13 @@ static void streams(void) {
   CHECK(r == CUDA_SUCCESS, "free the 200 MiB: %d", r);
   cuStreamSynchronize(s1);
   CUmemoryPool other = new_pool(1, UINT64_MAX);
+  /* a pool made on GPU 1 is known as GPU 1's from its making: refused
+   * before the driver grows it, not taken and given back */
+  fakecuda_reset_peak(1);
+  r = cuMemAllocFromPoolAsync(&p, 300 * MIB, other, NULL);
+  CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "300 MiB from a new pool of GPU 1, GPU 0 current: %d", r);
+  CHECK(fakecuda_device_peak(1) == 200 * MIB, "GPU 1 never held more than 200 MiB meanwhile: %llu",
+        (unsigned long long)fakecuda_device_peak(1));
   r = cuMemAllocFromPoolAsync(&p, 200 * MIB, other, NULL);
   CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "200 MiB from another pool of GPU 1 while the first keeps 200: %d", r);
   CHECK(used_on(1) == 200 * MIB, "GPU 1 holds %llu bytes (the first pool's)", (unsigned long long)used_on(1));

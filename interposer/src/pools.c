@@ -41,7 +41,7 @@ struct pool {
   uint64_t charged; /* its reservation when last looked at */
 };
 static struct pool pools[MAX_POOLS];
-static int npools;
+static _Atomic int npools; /* read without the lock only to skip it when 0 */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 void gs_pools_reset_after_fork(void) {
@@ -78,6 +78,7 @@ static int release_locked(int ridx) {
 }
 
 int gs_pools_release(int ridx) {
+  if (atomic_load_explicit(&npools, memory_order_relaxed) == 0) return 0; /* cuMemGetInfo's usual case */
   pthread_mutex_lock(&mu);
   int any = release_locked(ridx);
   pthread_mutex_unlock(&mu);
@@ -265,13 +266,17 @@ GS_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size, 
  * allocation, not the current context's. */
 GS_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props) {
   const int mode = gs_mode();
-  CUmemoryPool made = NULL; /* ours until the end: another thread could rewrite the caller's */
-  CUresult r = gs_real.cuMemPoolCreate(pool ? &made : NULL, props);
-  if (r != CUDA_SUCCESS || !pool) return r;
-  if (mode == GS_ENFORCE && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE && gs_ordinal_dev(props->location.id)) {
+  if (!pool || !props) return gs_real.cuMemPoolCreate(pool, props);
+  /* the driver gets our copy: what is recorded is what it was asked for,
+   * whatever another thread writes into the caller's meanwhile */
+  const CUmemPoolProps asked = *props;
+  CUmemoryPool made = NULL; /* ours until the end, likewise */
+  CUresult r = gs_real.cuMemPoolCreate(&made, &asked);
+  if (r != CUDA_SUCCESS) return r;
+  if (mode == GS_ENFORCE && asked.location.type == CU_MEM_LOCATION_TYPE_DEVICE && gs_ordinal_dev(asked.location.id)) {
     pthread_mutex_lock(&mu);
     if (!find(made) && npools < MAX_POOLS)
-      pools[npools++] = (struct pool){made, props->location.id, props->handleTypes != CU_MEM_HANDLE_TYPE_NONE, 0};
+      pools[npools++] = (struct pool){made, asked.location.id, asked.handleTypes != CU_MEM_HANDLE_TYPE_NONE, 0};
     pthread_mutex_unlock(&mu);
   }
   *pool = made;

@@ -18,25 +18,43 @@ static int refused(const CUDA_MEM_ALLOC_NODE_PARAMS *p) {
   return 1;
 }
 
-/* gs_mode() first, always: it resolves the driver a pass-through needs. */
-static int refused_node(const CUgraphNodeParams *p) {
-  return gs_mode() == GS_ENFORCE && p && p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && refused(&p->alloc);
-}
-
+/* The parameters are judged, and handed to the driver, as one copy of ours
+ * (another thread could change the caller's in between); what the driver
+ * writes back (the node's address) is copied out. gs_mode() first, always:
+ * it resolves the driver a pass-through needs. */
 GS_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
                                           CUDA_MEM_ALLOC_NODE_PARAMS *p) {
-  if (refused(p)) return CUDA_ERROR_NOT_SUPPORTED;
-  return gs_real.cuGraphAddMemAllocNode(node, g, deps, ndeps, p);
+  gs_mode();
+  if (!p) return gs_real.cuGraphAddMemAllocNode(node, g, deps, ndeps, p);
+  CUDA_MEM_ALLOC_NODE_PARAMS asked = *p;
+  if (refused(&asked)) return CUDA_ERROR_NOT_SUPPORTED;
+  CUresult r = gs_real.cuGraphAddMemAllocNode(node, g, deps, ndeps, &asked);
+  if (r == CUDA_SUCCESS) p->dptr = asked.dptr;
+  return r;
+}
+
+static int refused_node(const CUgraphNodeParams *p) {
+  return p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && refused(&p->alloc);
 }
 
 GS_EXPORT CUresult cuGraphAddNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
                                   CUgraphNodeParams *p) {
-  if (refused_node(p)) return CUDA_ERROR_NOT_SUPPORTED;
-  return gs_real.cuGraphAddNode(node, g, deps, ndeps, p);
+  gs_mode();
+  if (!p) return gs_real.cuGraphAddNode(node, g, deps, ndeps, p);
+  CUgraphNodeParams asked = *p;
+  if (refused_node(&asked)) return CUDA_ERROR_NOT_SUPPORTED;
+  CUresult r = gs_real.cuGraphAddNode(node, g, deps, ndeps, &asked);
+  if (r == CUDA_SUCCESS) *p = asked;
+  return r;
 }
 
 GS_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
                                      const CUgraphEdgeData *edges, size_t ndeps, CUgraphNodeParams *p) {
-  if (refused_node(p)) return CUDA_ERROR_NOT_SUPPORTED;
-  return gs_real.cuGraphAddNode_v2(node, g, deps, edges, ndeps, p);
+  gs_mode();
+  if (!p) return gs_real.cuGraphAddNode_v2(node, g, deps, edges, ndeps, p);
+  CUgraphNodeParams asked = *p;
+  if (refused_node(&asked)) return CUDA_ERROR_NOT_SUPPORTED;
+  CUresult r = gs_real.cuGraphAddNode_v2(node, g, deps, edges, ndeps, &asked);
+  if (r == CUDA_SUCCESS) *p = asked;
+  return r;
 }

@@ -149,16 +149,21 @@ static uint64_t array_bytes(size_t w, size_t h, size_t depth, CUarray_format f, 
   return mul_sat(mul_sat(mul_sat(mul_sat(w, h ? h : 1), depth ? depth : 1), es), channels);
 }
 
+/* A descriptor is charged and handed to the driver as one copy of ours:
+ * another thread could grow the caller's between our reading it and the
+ * driver's. */
 GS_EXPORT CUresult cuArrayCreate_v2(CUarray *a, const CUDA_ARRAY_DESCRIPTOR *desc) {
   struct gs_dev *d = desc ? charge_dev() : NULL;
-  uint64_t size = d ? array_bytes(desc->Width, desc->Height, 0, desc->Format, desc->NumChannels) : 0;
-  ALLOC_WRAPPER(d, size, GS_KIND_ARRAY, a, gs_real.cuArrayCreate_v2(a, desc), gs_real.cuArrayCreate_v2(&out_, desc));
+  const CUDA_ARRAY_DESCRIPTOR asked = d ? *desc : (CUDA_ARRAY_DESCRIPTOR){0};
+  uint64_t size = d ? array_bytes(asked.Width, asked.Height, 0, asked.Format, asked.NumChannels) : 0;
+  ALLOC_WRAPPER(d, size, GS_KIND_ARRAY, a, gs_real.cuArrayCreate_v2(a, desc), gs_real.cuArrayCreate_v2(&out_, &asked));
 }
 GS_EXPORT CUresult cuArray3DCreate_v2(CUarray *a, const CUDA_ARRAY3D_DESCRIPTOR *desc) {
   struct gs_dev *d = desc ? charge_dev() : NULL;
-  uint64_t size = d ? array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format, desc->NumChannels) : 0;
+  const CUDA_ARRAY3D_DESCRIPTOR asked = d ? *desc : (CUDA_ARRAY3D_DESCRIPTOR){0};
+  uint64_t size = d ? array_bytes(asked.Width, asked.Height, asked.Depth, asked.Format, asked.NumChannels) : 0;
   ALLOC_WRAPPER(d, size, GS_KIND_ARRAY, a, gs_real.cuArray3DCreate_v2(a, desc),
-                gs_real.cuArray3DCreate_v2(&out_, desc));
+                gs_real.cuArray3DCreate_v2(&out_, &asked));
 }
 GS_EXPORT CUresult cuArrayDestroy(CUarray a) { FREE_WRAPPER(gs_real.cuArrayDestroy(a), (uintptr_t)a, GS_KIND_ARRAY); }
 
@@ -176,15 +181,16 @@ static unsigned mipmap_levels(const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned leve
 GS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *a, const CUDA_ARRAY3D_DESCRIPTOR *desc,
                                           unsigned int levels) {
   struct gs_dev *d = desc ? charge_dev() : NULL;
+  const CUDA_ARRAY3D_DESCRIPTOR asked = d ? *desc : (CUDA_ARRAY3D_DESCRIPTOR){0}; /* see cuArrayCreate_v2 */
   uint64_t size = 0;
-  const unsigned made = d ? mipmap_levels(desc, levels) : 0;
+  const unsigned made = d ? mipmap_levels(&asked, levels) : 0;
   for (unsigned l = 0; l < made; l++) {
-    size_t w = desc->Width >> l, h = desc->Height >> l, z = desc->Depth >> l;
-    uint64_t level = array_bytes(w ? w : 1, h, z, desc->Format, desc->NumChannels);
+    size_t w = asked.Width >> l, h = asked.Height >> l, z = asked.Depth >> l;
+    uint64_t level = array_bytes(w ? w : 1, h, z, asked.Format, asked.NumChannels);
     size = level > UINT64_MAX - size ? UINT64_MAX : size + level;
   }
   ALLOC_WRAPPER(d, size, GS_KIND_ARRAY, a, gs_real.cuMipmappedArrayCreate(a, desc, levels),
-                gs_real.cuMipmappedArrayCreate(&out_, desc, levels));
+                gs_real.cuMipmappedArrayCreate(&out_, &asked, levels));
 }
 GS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray a) {
   FREE_WRAPPER(gs_real.cuMipmappedArrayDestroy(a), (uintptr_t)a, GS_KIND_ARRAY);

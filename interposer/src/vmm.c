@@ -108,12 +108,16 @@ void gs_vmm_reset_after_fork(void) {
 GS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop,
                                unsigned long long flags) {
   gs_mode(); /* the driver resolved, for a call passed through too (no prop, a host location) */
-  struct gs_dev *d = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? gs_ordinal_dev(prop->location.id) : NULL;
-  if (!d || !h) return gs_real.cuMemCreate(h, size, prop, flags);
+  if (!prop) return gs_real.cuMemCreate(h, size, prop, flags);
+  /* decided on, and handed to the driver, as one copy of ours: another
+   * thread could turn the caller's host location into a device's between */
+  const CUmemAllocationProp asked = *prop;
+  struct gs_dev *d = asked.location.type == CU_MEM_LOCATION_TYPE_DEVICE ? gs_ordinal_dev(asked.location.id) : NULL;
+  if (!d || !h) return gs_real.cuMemCreate(h, size, &asked, flags);
   if (gs_charge_dev(d, size) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&mu);
   CUmemGenericAllocationHandle got = 0; /* ours until the end: another thread could rewrite the caller's */
-  CUresult r = gs_real.cuMemCreate(&got, size, prop, flags);
+  CUresult r = gs_real.cuMemCreate(&got, size, &asked, flags);
   if (r == CUDA_SUCCESS) *h = got;
   struct entry *e = r == CUDA_SUCCESS ? add(&handles, got) : NULL;
   if (e) {

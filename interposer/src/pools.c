@@ -171,6 +171,24 @@ static void give_back(CUdeviceptr ptr, CUstream named, CUmemoryPool got, uint64_
   gs_pools_release(-1);
 }
 
+/* The device of a stream made in another context than the current one: its
+ * context made current for the question and put back. `current` for the
+ * NULL, legacy and per-thread streams, and where the driver cannot say (the
+ * driver then says afterwards where the memory is). */
+static int stream_device(CUstream named, int current) {
+  if (named == NULL || named == GS_STREAM_LEGACY || named == GS_STREAM_PER_THREAD) return current;
+  CUcontext of = NULL, now = NULL;
+  if (gs_real.cuStreamGetCtx(named, &of) != CUDA_SUCCESS || gs_real.cuCtxGetCurrent(&now) != CUDA_SUCCESS || !of ||
+      of == now)
+    return current;
+  CUdevice dev = -1;
+  if (gs_real.cuCtxPushCurrent_v2(of) != CUDA_SUCCESS) return current;
+  if (gs_real.cuCtxGetDevice(&dev) != CUDA_SUCCESS) dev = current;
+  CUcontext popped;
+  gs_real.cuCtxPopCurrent_v2(&popped);
+  return dev;
+}
+
 /* Whether `d`'s usage is past its limit, even after what pools gave back:
  * refused growths a pool could not give back leave it so. */
 static int over_limit(const struct gs_dev *d) {
@@ -190,13 +208,15 @@ static CUresult stream_ordered_alloc(int how, CUdeviceptr *dptr, size_t size, CU
     GS_LOG("stream-ordered allocation in a stream capture refused: graph memory is not accounted");
     return CUDA_ERROR_NOT_SUPPORTED;
   }
-  /* The pool: the one named, or the current context's device's current one
-   * (a stream made in another device's context allocates from that
-   * device's: the driver says so afterwards). */
+  /* The pool: the one named, or the current one of the stream's device. */
   CUdevice current = -1;
   if (gs_real.cuCtxGetDevice(&current) != CUDA_SUCCESS) current = -1;
   CUmemoryPool want = pool;
-  if (!want && current >= 0 && gs_real.cuDeviceGetMemPool(&want, current) != CUDA_SUCCESS) want = NULL;
+  if (!want) {
+    const int on = stream_device(named, current);
+    if (on < 0 || gs_real.cuDeviceGetMemPool(&want, on) != CUDA_SUCCESS) want = NULL;
+    else current = on; /* a pool not seen yet is charged to that device first */
+  }
   pthread_mutex_lock(&mu);
   const struct pool *known = want ? find(want) : NULL;
   const int est_ordinal = known ? known->ordinal : current;

@@ -257,6 +257,38 @@ CUresult cuCtxGetDevice(CUdevice *device) {
   return CUDA_SUCCESS;
 }
 
+/* The thread's context stack: pushing makes a context current, popping
+ * takes it off and makes the one below current again. */
+#define FAKE_CTX_STACK 16
+static __thread CUcontext ctx_below[FAKE_CTX_STACK];
+static __thread int ctx_depth;
+
+CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+  NEED_INIT();
+  if (!ctx) return CUDA_ERROR_INVALID_VALUE;
+  if (ctx_depth == FAKE_CTX_STACK) return CUDA_ERROR_OUT_OF_MEMORY;
+  ctx_below[ctx_depth++] = tls_ctx;
+  tls_ctx = ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext *pctx) {
+  NEED_CTX();
+  if (pctx) *pctx = tls_ctx;
+  tls_ctx = ctx_depth ? ctx_below[--ctx_depth] : NULL;
+  return CUDA_SUCCESS;
+}
+
+/* The context a stream was made in; the current one for the NULL, legacy
+ * and per-thread streams. */
+CUresult cuStreamGetCtx(CUstream s, CUcontext *pctx) {
+  NEED_CTX();
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  int dev = fake_stream_device(s);
+  *pctx = dev < 0 ? tls_ctx : &g.ctx[dev];
+  return CUDA_SUCCESS;
+}
+
 /* ---------------- memory ---------------- */
 
 static CUresult alloc_block(void **out, size_t size, int dev, int kind) {

@@ -88,6 +88,9 @@ int main() {
   CHECK_FN(cuCtxGetCurrent, cuCtxGetCurrent);
   CHECK_FN(cuCtxSetCurrent, cuCtxSetCurrent);
   CHECK_FN(cuCtxGetDevice, cuCtxGetDevice);
+  CHECK_FN(cuCtxPushCurrent_v2, cuCtxPushCurrent_v2);
+  CHECK_FN(cuCtxPopCurrent_v2, cuCtxPopCurrent_v2);
+  CHECK_FN(cuStreamGetCtx, cuStreamGetCtx);
   CHECK_FN(cuCtxSynchronize, cuCtxSynchronize);
   CHECK_FN(cuMemGetInfo_v2, cuMemGetInfo_v2);
   CHECK_FN(cuMemAlloc_v2, cuMemAlloc_v2);

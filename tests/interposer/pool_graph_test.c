@@ -80,9 +80,14 @@ static void streams(void) {
   CUdeviceptr p = 0, held = 0;
   CUresult r;
 
-  /* GPU 0 current, a stream of GPU 1: the memory is GPU 1's */
+  /* GPU 0 current, a stream of GPU 1: the memory is GPU 1's, refused
+   * before the driver takes it */
+  fakecuda_reset_peak(1);
   r = cuMemAllocAsync(&p, 300 * MIB, s1);
   CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "300 MiB on GPU 1's stream, GPU 0 current: %d", r);
+  CHECK(fakecuda_device_peak(1) == 0, "GPU 1 held %llu bytes meanwhile", (unsigned long long)fakecuda_device_peak(1));
+  CUcontext now = NULL;
+  CHECK(!cuCtxGetCurrent(&now) && now == ctx[0], "GPU 0's context still current");
   CHECK(used_on(1) == 0, "the refused 300 MiB given back by GPU 1's pool: it holds %llu bytes",
         (unsigned long long)used_on(1));
   r = cuMemAllocAsync(&held, 200 * MIB, s1);

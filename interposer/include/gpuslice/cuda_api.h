@@ -240,6 +240,9 @@ typedef enum CUmemAttach_flags_enum {
   X(cuCtxGetCurrent, (CUcontext * pctx))                                                       \
   X(cuCtxSetCurrent, (CUcontext ctx))                                                          \
   X(cuCtxGetDevice, (CUdevice * device))                                                       \
+  X(cuCtxPushCurrent_v2, (CUcontext ctx))                                                      \
+  X(cuCtxPopCurrent_v2, (CUcontext * pctx))                                                    \
+  X(cuStreamGetCtx, (CUstream hStream, CUcontext * pctx))                                      \
   X(cuCtxSynchronize, (void))                                                                  \
   X(cuMemGetInfo_v2, (size_t * free, size_t *total))                                           \
   X(cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytesize))                                      \

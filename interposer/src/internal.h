@@ -121,6 +121,12 @@ static inline struct gs_dev *gs_ordinal_dev(int ordinal) {
 int gs_any_accounted(void);
 int gs_any_memory_limit(void);
 
+/* ---- our own waits (memory.c) ---- */
+/* Waits for the work queued on `s` so far. The calling thread is relaxed
+ * for it: a program's capture in global mode on another thread would take
+ * our wait for an unsafe call of its own, refuse it, and end invalidated. */
+CUresult gs_stream_wait(CUstream s);
+
 /* ---- memory pools (pools.c) ---- */
 /* gs_charge on a device's entry; where it is refused, the pools' memory the
  * driver released since it was last looked at is credited, and the charge

@@ -115,6 +115,15 @@ GS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t w
 }
 
 GS_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) { FREE_WRAPPER(gs_real.cuMemFree_v2(p), p, GS_KIND_PTR); }
+
+CUresult gs_stream_wait(CUstream s) {
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  const int relaxed = gs_real.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
+  CUresult r = gs_real.cuStreamSynchronize(s);
+  if (relaxed) gs_real.cuThreadExchangeStreamCaptureMode(&mode);
+  return r;
+}
+
 /* Pool memory is not tracked here: its pool's charge stays (pools.c). Memory
  * charged by allocation (cuMemAlloc_v2...) and freed with cuMemFreeAsync is
  * freed when the stream reaches the free, which work queued before it (a
@@ -129,7 +138,7 @@ static CUresult free_async(CUdeviceptr p, CUstream s, int ptsz) {
   CUstream named = !s && ptsz ? GS_STREAM_PER_THREAD : s;
   CUstreamCaptureStatus capture;
   if (gs_real.cuStreamIsCapturing(named, &capture) == CUDA_SUCCESS && capture == CU_STREAM_CAPTURE_STATUS_NONE &&
-      gs_real.cuStreamSynchronize(named) == CUDA_SUCCESS)
+      gs_stream_wait(named) == CUDA_SUCCESS)
     gs_credit(ridx, size);
   else
     GS_LOG("%llu bytes freed in stream order, not seen done: they stay charged", (unsigned long long)size);

@@ -166,7 +166,7 @@ static int settle(CUmemoryPool got, CUdeviceptr ptr, const struct gs_dev *est_de
 static void give_back(CUdeviceptr ptr, CUstream named, CUmemoryPool got, uint64_t keep) {
   gs_real.cuMemFreeAsync(ptr, named);
   if (!got) return;
-  gs_real.cuStreamSynchronize(named);
+  gs_stream_wait(named);
   gs_real.cuMemPoolTrimTo(got, keep);
   gs_pools_release(-1);
 }

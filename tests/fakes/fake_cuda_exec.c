@@ -210,14 +210,36 @@ static CUresult drain(void) {
   return CUDA_SUCCESS;
 }
 
-CUresult cuCtxSynchronize(void) {
+/* Everything queued done; pools give back what is over their threshold. */
+static CUresult wait_idle(void) {
   CUresult r = drain();
   if (r == CUDA_SUCCESS) fake_pools_release();
   return r;
 }
+
+static int capturing(CUstream s);
+static void invalidate_captures(int global_only);
+static int unsafe_during_capture(void);
+static int any_capture(void);
+
+/* Waits conflict with stream capture (the stream capture section below):
+ * waiting for the whole context, whatever the modes, or for a capturing
+ * stream, is refused and spoils the captures it reaches; waiting for
+ * another stream is an unsafe call. */
+CUresult cuCtxSynchronize(void) {
+  if (any_capture()) {
+    invalidate_captures(0);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  return wait_idle();
+}
 CUresult cuStreamSynchronize(CUstream s) {
-  (void)s;
-  return cuCtxSynchronize();
+  if (capturing(s)) {
+    s->invalidated = 1;
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  if (unsafe_during_capture()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  return wait_idle();
 }
 CUresult cuStreamSynchronize_ptsz(CUstream s) { return cuStreamSynchronize(s); }
 
@@ -243,9 +265,11 @@ CUresult cuStreamDestroy_v2(CUstream s) {
  * instead of running. As on a real driver: asking about an event recorded
  * in a capture (CUDA_ERROR_CAPTURED_EVENT), and, while a capture in global
  * mode is under way, an unsafe call (here: querying or waiting for an
- * event) from a thread not in relaxed mode (CUDA_ERROR_STREAM_CAPTURE_
- * UNSUPPORTED), are refused and spoil the capture: it ends with
- * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED. */
+ * event, waiting for a stream) from a thread not in relaxed mode
+ * (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), are refused and spoil the
+ * capture: it ends with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED. So are, from
+ * any thread in any mode, waiting for the capturing stream or for the whole
+ * context. */
 
 #define MAX_CAPTURES 8
 static struct CUstream_st *captures[MAX_CAPTURES];
@@ -273,6 +297,15 @@ static void invalidate_captures(int global_only) {
     if (captures[i] && (!global_only || captures[i]->mode == CU_STREAM_CAPTURE_MODE_GLOBAL))
       captures[i]->invalidated = 1;
   pthread_mutex_unlock(&captures_mu);
+}
+
+static int any_capture(void) {
+  int any = 0;
+  pthread_mutex_lock(&captures_mu);
+  for (int i = 0; i < MAX_CAPTURES; i++)
+    if (captures[i]) any = 1;
+  pthread_mutex_unlock(&captures_mu);
+  return any;
 }
 
 /* An unsafe call while a global-mode capture is under way, from a thread
@@ -417,7 +450,7 @@ CUresult cuEventCreate(CUevent *e, unsigned int flags) {
 }
 CUresult cuEventDestroy_v2(CUevent e) {
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
-  cuCtxSynchronize(); /* the worker may still hold it */
+  wait_idle(); /* the worker may still hold it */
   free(e);
   return CUDA_SUCCESS;
 }
@@ -549,7 +582,7 @@ CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
 CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) { return cuGraphLaunch(e, s); }
 CUresult cuGraphExecDestroy(CUgraphExec e) {
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
-  cuCtxSynchronize();
+  wait_idle();
   free(e);
   return CUDA_SUCCESS;
 }

@@ -5,14 +5,18 @@
  *                             GPU that holds them: a stream made on GPU 1,
  *                             or GPU 1's pool, used while GPU 0's context is
  *                             current, counts against GPU 1's 256 MiB; GPU 0's
- *                             pool used from GPU 1's context does not
+ *                             pool used from GPU 1's context does not; a
+ *                             growth given back (freed, waited for, trimmed)
+ *                             spoils no other thread's capture
  *   pool_graph_test graphs    graph memory, which every launch takes
  *                             uncounted, is refused on a limited GPU:
  *                             allocation nodes (cuGraphAddMemAllocNode,
  *                             cuGraphAddNode and its _v2, also looked up
  *                             with cuGetProcAddress) and stream-ordered
  *                             allocations inside a stream capture; a node on
- *                             GPU 0 is made
+ *                             GPU 0 is made. Memory from cuMemAlloc freed with
+ *                             cuMemFreeAsync is credited, and another thread's
+ *                             capture in global mode survives the wait for it
  *   pool_graph_test unlimited (no GPU limited: the limit names a GPU the
  *                             process does not have) a capture's allocation
  *                             is left to the driver
@@ -20,6 +24,8 @@
 #define _GNU_SOURCE
 #include "gpuslice/cuda_api.h"
 
+#include <pthread.h>
+#include <semaphore.h>
 #include <string.h>
 
 #define CHECK_PROGRAM "pool_graph_test"
@@ -73,6 +79,50 @@ static CUmemoryPool new_pool(int dev, uint64_t threshold) {
   cuuint64_t t = threshold;
   if (p) cuMemPoolSetAttribute(p, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &t);
   return p;
+}
+
+/* A capture in global mode, begun and ended by a thread of its own, as a
+ * program's other thread would: our waits in between must not spoil it. */
+struct capture_thread {
+  pthread_t thread;
+  sem_t begun, end, ended;
+  int dev;
+  CUresult begin, result;
+};
+
+static void *capture_main(void *arg) {
+  struct capture_thread *c = arg;
+  CUstream s = NULL;
+  CUgraph g = NULL;
+  cuCtxSetCurrent(ctx[c->dev]);
+  c->begin = cuStreamCreate(&s, 1 /* CU_STREAM_NON_BLOCKING: no tie to the legacy stream */);
+  if (c->begin == CUDA_SUCCESS) c->begin = cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  sem_post(&c->begun);
+  sem_wait(&c->end);
+  if (c->begin == CUDA_SUCCESS) c->result = cuStreamEndCapture(s, &g);
+  if (g) cuGraphDestroy(g);
+  if (s) cuStreamDestroy_v2(s);
+  sem_post(&c->ended);
+  return NULL;
+}
+
+static void capture_begin(struct capture_thread *c, int dev) {
+  memset(c, 0, sizeof *c);
+  c->dev = dev;
+  sem_init(&c->begun, 0, 0);
+  sem_init(&c->end, 0, 0);
+  sem_init(&c->ended, 0, 0);
+  CHECK(pthread_create(&c->thread, NULL, capture_main, c) == 0, "a thread for the capture");
+  sem_wait(&c->begun);
+  CHECK(c->begin == CUDA_SUCCESS, "another thread begins a capture in global mode on GPU %d: %d", dev, c->begin);
+}
+
+/* the capture's end, as the driver reported it to its thread */
+static CUresult capture_end(struct capture_thread *c) {
+  sem_post(&c->end);
+  sem_wait(&c->ended);
+  pthread_join(c->thread, NULL);
+  return c->result;
 }
 
 static void streams(void) {
@@ -131,8 +181,12 @@ static void streams(void) {
   /* a pool that holds as much as asked may be tried (it might reuse); its
    * growth past the limit is given back */
   CUdeviceptr more = 0;
+  struct capture_thread capture;
+  capture_begin(&capture, 1);
   r = cuMemAllocFromPoolAsync(&more, 100 * MIB, pool1, NULL);
   CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "100 MiB more from the pool that holds 200, all in use: %d", r);
+  r = capture_end(&capture);
+  CHECK(r == CUDA_SUCCESS, "the other thread's capture, over the growth given back: %d", r);
   CHECK(used_on(1) == 200 * MIB, "its growth given back: GPU 1 holds %llu bytes", (unsigned long long)used_on(1));
 
   /* what a pool gives back is credited: trimmed, or released at a synchronization */
@@ -234,6 +288,26 @@ static void graphs(void) {
   r = cuGraphAddNode(&n, g, NULL, 0, NULL);
   CHECK(r == CUDA_ERROR_INVALID_VALUE, "cuGraphAddNode without parameters: the driver's error, %d", r);
   cuGraphDestroy(g);
+
+  /* memory charged by allocation and freed in stream order is credited once
+   * its stream was waited for, a wait another thread's capture allows */
+  CUdeviceptr m = 0;
+  cuCtxSetCurrent(ctx[1]);
+  CUstream s = NULL;
+  CHECK(!cuStreamCreate(&s, 1), "a stream on GPU 1");
+  r = cuMemAlloc_v2(&m, 200 * MIB);
+  CHECK(r == CUDA_SUCCESS, "200 MiB on GPU 1: %d", r);
+  struct capture_thread capture;
+  capture_begin(&capture, 1);
+  r = cuMemFreeAsync(m, s);
+  CHECK(r == CUDA_SUCCESS, "cuMemFreeAsync of the 200 MiB during the capture: %d", r);
+  r = capture_end(&capture);
+  CHECK(r == CUDA_SUCCESS, "the other thread's capture, over the free: %d", r);
+  r = cuMemAlloc_v2(&m, 200 * MIB);
+  CHECK(r == CUDA_SUCCESS, "200 MiB again once the free was waited for: %d", r);
+  cuMemFree_v2(m);
+  cuStreamDestroy_v2(s);
+  cuCtxSetCurrent(ctx[0]);
 
   /* stream capture: an allocation becomes a node of the graph */
   CUstream s1 = stream_on(1), s0 = stream_on(0);

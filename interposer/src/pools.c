@@ -22,7 +22,10 @@
  *    cuMemGetInfo, and before any charge of the device is refused;
  *  - cuMemPoolDestroy credits the pool's charge, unless allocations of it
  *    are still out: the driver then frees the pool later, unseen, and its
- *    charge stays (the safe side).
+ *    charge stays (the safe side). Allocations of ours from it are refused
+ *    from its start, and one under way then keeps the charge too: else one
+ *    made between the look at what is out and the destroy would keep the
+ *    pool's memory, credited.
  * Inside a stream capture an allocation takes nothing yet: it becomes an
  * allocation node, refused where any device has a memory limit
  * (graph_memory.c says why).
@@ -39,6 +42,8 @@ struct pool {
   int ordinal;
   int exportable;   /* made with handle types for IPC: never tried past the limit */
   uint64_t charged; /* its reservation when last looked at */
+  int inflight;     /* allocations of ours from it under way */
+  int dying;        /* in cuMemPoolDestroy: no allocation of ours starts from it */
 };
 static struct pool pools[MAX_POOLS];
 static _Atomic int npools; /* read without the lock only to skip it when 0 */
@@ -124,14 +129,17 @@ static int settle(CUmemoryPool got, CUdeviceptr ptr, const struct gs_dev *est_de
   const struct gs_dev *d = ordinal >= 0 ? gs_ordinal_dev(ordinal) : NULL;
   int ok = 1;
   *keep = 0;
-  if (!p && ordinal >= 0) { /* a pool of a device not accounted too: its next estimate goes nowhere */
+  if (p && p->dying) { /* another thread is destroying the pool it came from: given back */
+    d = NULL;
+    ok = 0;
+  } else if (!p && ordinal >= 0) { /* a pool of a device not accounted too: its next estimate goes nowhere */
     if (npools == MAX_POOLS) {
       GS_LOG("more than %d memory pools: allocations from another are refused", MAX_POOLS);
       d = NULL;
       ok = 0;
     } else {
       p = &pools[npools++];
-      *p = (struct pool){got, ordinal, 0, 0}; /* not made through us: a device's own pool */
+      *p = (struct pool){got, ordinal, 0, 0, 0, 0}; /* not made through us: a device's own pool */
     }
   }
   if (d) {
@@ -196,32 +204,12 @@ static int over_limit(const struct gs_dev *d) {
   return !gs_pools_release(d->ridx) || gs_usage(d->ridx) > d->mem_limit;
 }
 
-static CUresult stream_ordered_alloc(int how, CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
-  if (gs_mode() != GS_ENFORCE || !dptr || !gs_any_accounted()) return driver_alloc(how, dptr, size, pool, s);
-  const int ptsz = how == ASYNC_PTSZ || how == FROM_POOL_PTSZ;
-  CUstream named = !s && ptsz ? GS_STREAM_PER_THREAD : s; /* the stream a _ptsz call means by NULL */
+/* stream_ordered_alloc's charge, allocation and settling, from `want` (the
+ * pool looked at) and the device its growth is first charged to. */
+static CUresult charge_and_alloc(int how, CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s,
+                                 CUstream named, CUmemoryPool want, int est_ordinal, int exportable) {
+  CUresult r;
   CUstreamCaptureStatus capture;
-  CUresult r = gs_real.cuStreamIsCapturing(named, &capture);
-  if (r != CUDA_SUCCESS) return r;
-  if (capture != CU_STREAM_CAPTURE_STATUS_NONE) {
-    if (!gs_any_memory_limit()) return driver_alloc(how, dptr, size, pool, s); /* a node: nothing taken now */
-    GS_LOG("stream-ordered allocation in a stream capture refused: graph memory is not accounted");
-    return CUDA_ERROR_NOT_SUPPORTED;
-  }
-  /* The pool: the one named, or the current one of the stream's device. */
-  CUdevice current = -1;
-  if (gs_real.cuCtxGetDevice(&current) != CUDA_SUCCESS) current = -1;
-  CUmemoryPool want = pool;
-  if (!want) {
-    const int on = stream_device(named, current);
-    if (on < 0 || gs_real.cuDeviceGetMemPool(&want, on) != CUDA_SUCCESS) want = NULL;
-    else current = on; /* a pool not seen yet is charged to that device first */
-  }
-  pthread_mutex_lock(&mu);
-  const struct pool *known = want ? find(want) : NULL;
-  const int est_ordinal = known ? known->ordinal : current;
-  const int exportable = known && known->exportable;
-  pthread_mutex_unlock(&mu);
   const struct gs_dev *est_dev = est_ordinal >= 0 ? gs_ordinal_dev(est_ordinal) : NULL;
   if (est_dev && over_limit(est_dev)) return CUDA_ERROR_OUT_OF_MEMORY;
   uint64_t est = growth_of(want, size);
@@ -269,6 +257,49 @@ static CUresult stream_ordered_alloc(int how, CUdeviceptr *dptr, size_t size, CU
   return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+static CUresult stream_ordered_alloc(int how, CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
+  if (gs_mode() != GS_ENFORCE || !dptr || !gs_any_accounted()) return driver_alloc(how, dptr, size, pool, s);
+  const int ptsz = how == ASYNC_PTSZ || how == FROM_POOL_PTSZ;
+  CUstream named = !s && ptsz ? GS_STREAM_PER_THREAD : s; /* the stream a _ptsz call means by NULL */
+  CUstreamCaptureStatus capture;
+  CUresult r = gs_real.cuStreamIsCapturing(named, &capture);
+  if (r != CUDA_SUCCESS) return r;
+  if (capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+    if (!gs_any_memory_limit()) return driver_alloc(how, dptr, size, pool, s); /* a node: nothing taken now */
+    GS_LOG("stream-ordered allocation in a stream capture refused: graph memory is not accounted");
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  /* The pool: the one named, or the current one of the stream's device. */
+  CUdevice current = -1;
+  if (gs_real.cuCtxGetDevice(&current) != CUDA_SUCCESS) current = -1;
+  CUmemoryPool want = pool;
+  if (!want) {
+    const int on = stream_device(named, current);
+    if (on < 0 || gs_real.cuDeviceGetMemPool(&want, on) != CUDA_SUCCESS) want = NULL;
+    else current = on; /* a pool not seen yet is charged to that device first */
+  }
+  pthread_mutex_lock(&mu);
+  struct pool *known = want ? find(want) : NULL;
+  const int dying = known && known->dying;
+  const int est_ordinal = known ? known->ordinal : current;
+  const int exportable = known && known->exportable;
+  const int counted = known && !dying; /* what cuMemPoolDestroy looks at */
+  if (counted) known->inflight++;
+  pthread_mutex_unlock(&mu);
+  if (dying) {
+    GS_LOG("an allocation from a memory pool being destroyed refused");
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  r = charge_and_alloc(how, dptr, size, pool, s, named, want, est_ordinal, exportable);
+  if (counted) {
+    pthread_mutex_lock(&mu);
+    struct pool *p = find(want); /* entries move as others are removed */
+    if (p) p->inflight--;
+    pthread_mutex_unlock(&mu);
+  }
+  return r;
+}
+
 GS_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s) {
   return stream_ordered_alloc(ASYNC, dptr, size, NULL, s);
 }
@@ -296,7 +327,7 @@ GS_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *pro
   if (mode == GS_ENFORCE && asked.location.type == CU_MEM_LOCATION_TYPE_DEVICE && gs_ordinal_dev(asked.location.id)) {
     pthread_mutex_lock(&mu);
     if (!find(made) && npools < MAX_POOLS)
-      pools[npools++] = (struct pool){made, asked.location.id, asked.handleTypes != CU_MEM_HANDLE_TYPE_NONE, 0};
+      pools[npools++] = (struct pool){made, asked.location.id, asked.handleTypes != CU_MEM_HANDLE_TYPE_NONE, 0, 0, 0};
     pthread_mutex_unlock(&mu);
   }
   *pool = made;
@@ -312,14 +343,20 @@ GS_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
 
 GS_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   if (gs_mode() != GS_ENFORCE) return gs_real.cuMemPoolDestroy(pool);
-  const uint64_t out = pool_attribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, UINT64_MAX);
-  CUresult r = gs_real.cuMemPoolDestroy(pool);
-  if (r != CUDA_SUCCESS) return r;
   pthread_mutex_lock(&mu);
   struct pool *p = find(pool);
-  if (p) {
+  const int busy = p && p->inflight;
+  if (p) p->dying = 1;
+  pthread_mutex_unlock(&mu);
+  const uint64_t out = pool_attribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, UINT64_MAX);
+  CUresult r = gs_real.cuMemPoolDestroy(pool);
+  pthread_mutex_lock(&mu);
+  p = find(pool);
+  if (p && r != CUDA_SUCCESS) {
+    p->dying = 0;
+  } else if (p) {
     const struct gs_dev *d = gs_ordinal_dev(p->ordinal);
-    if (d && out == 0) gs_credit(d->ridx, p->charged);
+    if (d && out == 0 && !busy) gs_credit(d->ridx, p->charged);
     *p = pools[--npools]; /* the handle may come back for another pool */
   }
   pthread_mutex_unlock(&mu);

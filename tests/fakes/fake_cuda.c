@@ -531,6 +531,11 @@ CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props) {
   return CUDA_SUCCESS;
 }
 
+static void (*pool_destroy_hook)(void);
+/* Tests: `hook` runs as each cuMemPoolDestroy begins, to let another
+ * thread in at that moment. */
+void fakecuda_on_pool_destroy(void (*hook)(void)) { pool_destroy_hook = hook; }
+
 /* Its memory is given back now if nothing of it is allocated, else as
  * allocations are freed and at synchronizations (it stays listed, with a
  * threshold of 0, and is never reused: a test may still free into it). */
@@ -539,6 +544,7 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   if (!pool) return CUDA_ERROR_INVALID_VALUE;
   for (int i = 0; i < FAKE_MAX_DEVICES; i++)
     if (pool == &g.pool[i]) return CUDA_ERROR_INVALID_VALUE; /* a default pool cannot be destroyed */
+  if (pool_destroy_hook) pool_destroy_hook();
   pthread_mutex_lock(&pool_mu);
   pool->threshold = 0;
   pool_shrink(pool, 0);

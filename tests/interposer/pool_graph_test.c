@@ -7,7 +7,8 @@
  *                             current, counts against GPU 1's 256 MiB; GPU 0's
  *                             pool used from GPU 1's context does not; a
  *                             growth given back (freed, waited for, trimmed)
- *                             spoils no other thread's capture
+ *                             spoils no other thread's capture; a pool
+ *                             being destroyed hands out nothing more
  *   pool_graph_test graphs    graph memory, which every launch takes
  *                             uncounted, is refused on a limited GPU:
  *                             allocation nodes (cuGraphAddMemAllocNode,
@@ -36,6 +37,7 @@
 uint64_t fakecuda_device_used(int dev); /* the fake driver's own count */
 uint64_t fakecuda_device_peak(int dev);  /* the most it held since the reset */
 void fakecuda_reset_peak(int dev);
+void fakecuda_on_pool_destroy(void (*hook)(void)); /* runs as cuMemPoolDestroy begins */
 
 static CUcontext ctx[2];
 
@@ -123,6 +125,55 @@ static CUresult capture_end(struct capture_thread *c) {
   sem_wait(&c->ended);
   pthread_join(c->thread, NULL);
   return c->result;
+}
+
+/* cuMemPoolDestroy on a thread of its own, held inside the driver's call
+ * (after the interposer has looked at the pool) until released. */
+static sem_t destroy_entered, destroy_go;
+static void hold_destroy(void) {
+  sem_post(&destroy_entered);
+  sem_wait(&destroy_go);
+}
+struct destroy_thread {
+  pthread_t thread;
+  CUmemoryPool pool;
+  CUresult result;
+};
+static void *destroy_main(void *arg) {
+  struct destroy_thread *t = arg;
+  t->result = cuMemPoolDestroy(t->pool);
+  return NULL;
+}
+
+/* A pool destroyed while the program allocates from it on another thread:
+ * an allocation made after the interposer looked at what the pool has out
+ * would keep the pool's memory, credited by the destroy. */
+static void destroy_race(void) {
+  CUdeviceptr held = 0, late = 0;
+  CUmemoryPool doomed = new_pool(1, UINT64_MAX);
+  CUresult r = cuMemAllocFromPoolAsync(&held, 200 * MIB, doomed, NULL);
+  CHECK(r == CUDA_SUCCESS, "200 MiB from a new pool of GPU 1: %d", r);
+  cuMemFreeAsync(held, NULL); /* the pool keeps the 200 MiB */
+  sem_init(&destroy_entered, 0, 0);
+  sem_init(&destroy_go, 0, 0);
+  fakecuda_on_pool_destroy(hold_destroy);
+  struct destroy_thread t = {0, doomed, CUDA_ERROR_UNKNOWN};
+  CHECK(pthread_create(&t.thread, NULL, destroy_main, &t) == 0, "a thread to destroy the pool");
+  sem_wait(&destroy_entered);
+  r = cuMemAllocFromPoolAsync(&late, 100 * MIB, doomed, NULL);
+  CHECK(r != CUDA_SUCCESS, "100 MiB from the pool while another thread destroys it: %d", r);
+  sem_post(&destroy_go);
+  pthread_join(t.thread, NULL);
+  fakecuda_on_pool_destroy(NULL);
+  CHECK(t.result == CUDA_SUCCESS, "cuMemPoolDestroy: %d", t.result);
+  cuCtxSetCurrent(ctx[1]);
+  CUdeviceptr after = 0;
+  r = cuMemAlloc_v2(&after, 200 * MIB);
+  CHECK(r == CUDA_SUCCESS, "200 MiB in GPU 1's context once the pool is gone: %d", r);
+  CHECK(used_on(1) <= 256 * MIB, "GPU 1 holds %llu MiB under its 256 MiB limit",
+        (unsigned long long)(used_on(1) / MIB));
+  if (r == CUDA_SUCCESS) cuMemFree_v2(after);
+  cuCtxSetCurrent(ctx[0]);
 }
 
 static void streams(void) {
@@ -218,6 +269,7 @@ static void streams(void) {
   cuMemFreeAsync(big, NULL);
   cuCtxSetCurrent(ctx[0]);
   cuStreamDestroy_v2(s1);
+  destroy_race();
 }
 
 static CUDA_MEM_ALLOC_NODE_PARAMS node_on(int dev, size_t bytes) {

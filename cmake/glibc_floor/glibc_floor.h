@@ -50,6 +50,7 @@ GS_GLIBC_PIN(dlsym, GS_GLIBC_BASE);
 GS_GLIBC_PIN(dlvsym, GS_GLIBC_BASE);
 GS_GLIBC_PIN(dlmopen, GS_GLIBC_DLMOPEN);
 GS_GLIBC_PIN(pthread_create, GS_GLIBC_BASE);
+GS_GLIBC_PIN(pthread_join, GS_GLIBC_BASE);
 GS_GLIBC_PIN(pthread_once, GS_GLIBC_BASE);
 GS_GLIBC_PIN(pthread_key_create, GS_GLIBC_BASE);
 GS_GLIBC_PIN(pthread_getspecific, GS_GLIBC_BASE);

@@ -17,6 +17,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +59,13 @@ static struct {
   PFN_gs_cuMemPoolSetAttribute pool_set;
   PFN_gs_cuMemPoolTrimTo pool_trim;
   PFN_gs_cuMemPoolDestroy pool_destroy;
+  PFN_gs_cuStreamCreate stream_create;
+  PFN_gs_cuStreamDestroy_v2 stream_destroy;
+  PFN_gs_cuStreamBeginCapture_v2 begin_capture;
+  PFN_gs_cuStreamEndCapture end_capture;
+  PFN_gs_cuGraphDestroy graph_destroy;
 } cu;
+static CUcontext ctx;
 
 static int load_driver(void) {
   void *h = dlopen("libcuda.so.1", RTLD_NOW);
@@ -74,10 +81,11 @@ static int load_driver(void) {
   GET(free_async, "cuMemFreeAsync"); GET(default_pool, "cuDeviceGetDefaultMemPool");
   GET(alloc_from_pool, "cuMemAllocFromPoolAsync"); GET(alloc_managed, "cuMemAllocManaged");
   GET(pool_create, "cuMemPoolCreate"); GET(pool_set, "cuMemPoolSetAttribute"); GET(pool_trim, "cuMemPoolTrimTo");
-  GET(pool_destroy, "cuMemPoolDestroy");
+  GET(pool_destroy, "cuMemPoolDestroy"); GET(stream_create, "cuStreamCreate");
+  GET(stream_destroy, "cuStreamDestroy"); GET(begin_capture, "cuStreamBeginCapture");
+  GET(end_capture, "cuStreamEndCapture"); GET(graph_destroy, "cuGraphDestroy");
 #undef GET
   if (missing) return fprintf(stderr, "driver_test: the driver lacks a function this test calls\n"), -1;
-  CUcontext ctx;
   if (cu.init(0) || cu.retain(&ctx, 0) || cu.set_current(ctx))
     return fprintf(stderr, "driver_test: no context on device 0\n"), -1;
   return 0;
@@ -183,6 +191,62 @@ static void check_kept_pool(unsigned limit_gib) {
   cu.pool_destroy(other);
 }
 
+/* A capture in global mode on another thread of the program, as PyTorch
+ * makes for CUDA graphs: the interposer's wait for a stream (here, to
+ * credit cuMemAlloc'd memory freed with cuMemFreeAsync) must neither be
+ * refused as an unsafe call nor spoil that capture. The threads take turns
+ * through two pipes. */
+struct capture_turns {
+  int to_main[2], to_capture[2];
+  CUresult begin, end;
+};
+
+static void *capture_thread(void *arg) {
+  struct capture_turns *t = arg;
+  CUstream s = NULL;
+  CUgraph g = NULL;
+  char c = 0;
+  t->begin = cu.set_current(ctx);
+  if (!t->begin) t->begin = cu.stream_create(&s, CU_STREAM_NON_BLOCKING);
+  if (!t->begin) t->begin = cu.begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  (void)!write(t->to_main[1], &c, 1);
+  (void)!read(t->to_capture[0], &c, 1);
+  t->end = t->begin ? t->begin : cu.end_capture(s, &g);
+  if (g) cu.graph_destroy(g);
+  if (s) cu.stream_destroy(s);
+  return NULL;
+}
+
+static void check_capture_and_wait(unsigned limit_gib) {
+  const char *name = "capture beside a free in stream order";
+  const size_t size = (size_t)limit_gib * GIB / 4 * 3; /* twice is over the limit */
+  struct capture_turns t = {{-1, -1}, {-1, -1}, CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNKNOWN};
+  CUstream s = NULL;
+  CUdeviceptr p = 0;
+  pthread_t thread;
+  char c = 0;
+  if (pipe(t.to_main) || pipe(t.to_capture) || cu.stream_create(&s, CU_STREAM_NON_BLOCKING) || cu.alloc(&p, size) ||
+      pthread_create(&thread, NULL, capture_thread, &t)) {
+    report(0, name, "cannot set up: pipes, a stream, %.2f GiB, a thread", (double)size / GIB);
+    return;
+  }
+  (void)!read(t.to_main[0], &c, 1);
+  CUresult freed = cu.free_async(p, s);
+  (void)!write(t.to_capture[1], &c, 1);
+  pthread_join(thread, NULL);
+  CUresult again = cu.alloc(&p, size);
+  report(t.begin == CUDA_SUCCESS && freed == CUDA_SUCCESS && t.end == CUDA_SUCCESS && again == CUDA_SUCCESS, name,
+         "another thread's capture in global mode: begun %d, ended %d (want 0; 901 = invalidated); cuMemFreeAsync of "
+         "%.2f GiB during it %d; as much again after: %d (want 0: the free credited)",
+         (int)t.begin, (int)t.end, (double)size / GIB, (int)freed, (int)again);
+  if (again == CUDA_SUCCESS) cu.free_(p);
+  cu.stream_destroy(s);
+  for (int i = 0; i < 2; i++) {
+    close(t.to_main[i]);
+    close(t.to_capture[i]);
+  }
+}
+
 /* NVML as nvidia-smi and monitoring agents read it: the GPU's total is the
  * container's limit. */
 static void check_nvml(unsigned limit_gib) {
@@ -242,6 +306,7 @@ int main(int argc, char **argv) {
     check_path("cuMemAllocFromPoolAsync", gib, pool_alloc, async_free);
     check_path("cuMemAllocManaged", gib, managed_alloc, plain_free);
     check_kept_pool(gib);
+    check_capture_and_wait(gib);
     check_nvml(gib);
   } else if (!strcmp(mode, "hold")) {
     CUdeviceptr p;

@@ -61,6 +61,7 @@ MAP(CUgraphExec_st)
 MAP(CUlaunchAttribute_st)
 MAP(CUstreamCaptureStatus)
 MAP(CUstreamCaptureMode)
+MAP(CUstream_flags)
 MAP(CUmemPoolProps)
 MAP(CUDA_MEM_ALLOC_NODE_PARAMS)
 MAP(CUgraphNodeParams)
@@ -229,6 +230,8 @@ static_assert(static_cast<long>(mine::CU_STREAM_CAPTURE_STATUS_INVALIDATED) == s
 static_assert(static_cast<long>(mine::CU_STREAM_CAPTURE_MODE_GLOBAL) == static_cast<long>(::CU_STREAM_CAPTURE_MODE_GLOBAL), "CU_STREAM_CAPTURE_MODE_GLOBAL");
 static_assert(static_cast<long>(mine::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) == static_cast<long>(::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "CU_STREAM_CAPTURE_MODE_THREAD_LOCAL");
 static_assert(static_cast<long>(mine::CU_STREAM_CAPTURE_MODE_RELAXED) == static_cast<long>(::CU_STREAM_CAPTURE_MODE_RELAXED), "CU_STREAM_CAPTURE_MODE_RELAXED");
+static_assert(static_cast<long>(mine::CU_STREAM_DEFAULT) == static_cast<long>(::CU_STREAM_DEFAULT), "CU_STREAM_DEFAULT");
+static_assert(static_cast<long>(mine::CU_STREAM_NON_BLOCKING) == static_cast<long>(::CU_STREAM_NON_BLOCKING), "CU_STREAM_NON_BLOCKING");
 static_assert(static_cast<long>(mine::CU_GET_PROC_ADDRESS_DEFAULT) == static_cast<long>(::CU_GET_PROC_ADDRESS_DEFAULT), "CU_GET_PROC_ADDRESS_DEFAULT");
 static_assert(static_cast<long>(mine::CU_GET_PROC_ADDRESS_LEGACY_STREAM) == static_cast<long>(::CU_GET_PROC_ADDRESS_LEGACY_STREAM), "CU_GET_PROC_ADDRESS_LEGACY_STREAM");
 static_assert(static_cast<long>(mine::CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) == static_cast<long>(::CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), "CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM");

@@ -97,7 +97,7 @@ static void *capture_main(void *arg) {
   CUstream s = NULL;
   CUgraph g = NULL;
   cuCtxSetCurrent(ctx[c->dev]);
-  c->begin = cuStreamCreate(&s, 1 /* CU_STREAM_NON_BLOCKING: no tie to the legacy stream */);
+  c->begin = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) /* no tie to the legacy stream */;
   if (c->begin == CUDA_SUCCESS) c->begin = cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
   sem_post(&c->begun);
   sem_wait(&c->end);
@@ -346,7 +346,7 @@ static void graphs(void) {
   CUdeviceptr m = 0;
   cuCtxSetCurrent(ctx[1]);
   CUstream s = NULL;
-  CHECK(!cuStreamCreate(&s, 1), "a stream on GPU 1");
+  CHECK(!cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "a stream on GPU 1");
   r = cuMemAlloc_v2(&m, 200 * MIB);
   CHECK(r == CUDA_SUCCESS, "200 MiB on GPU 1: %d", r);
   struct capture_thread capture;

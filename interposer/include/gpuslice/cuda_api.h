@@ -65,6 +65,7 @@ typedef enum CUstreamCaptureMode_enum {
   CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
   CU_STREAM_CAPTURE_MODE_RELAXED = 2
 } CUstreamCaptureMode;
+typedef enum CUstream_flags_enum { CU_STREAM_DEFAULT = 0x0, CU_STREAM_NON_BLOCKING = 0x1 } CUstream_flags;
 /* cuda.h's CU_STREAM_LEGACY and CU_STREAM_PER_THREAD (a _ptsz call's NULL
  * stream, named to a call without the suffix) */
 #define GS_STREAM_LEGACY ((CUstream)0x1)

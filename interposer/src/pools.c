@@ -25,7 +25,9 @@
  *    charge stays (the safe side). Allocations of ours from it are refused
  *    from its start, and one under way then keeps the charge too: else one
  *    made between the look at what is out and the destroy would keep the
- *    pool's memory, credited.
+ *    pool's memory, credited. Such an allocation is given back as it
+ *    settles; its pool's entry stays until then, and the destroyed handle
+ *    is never asked about again.
  * Inside a stream capture an allocation takes nothing yet: it becomes an
  * allocation node, refused where any device has a memory limit
  * (graph_memory.c says why).
@@ -43,10 +45,13 @@ struct pool {
   int exportable;   /* made with handle types for IPC: never tried past the limit */
   uint64_t charged; /* its reservation when last looked at */
   int inflight;     /* allocations of ours from it under way */
-  int dying;        /* in cuMemPoolDestroy: no allocation of ours starts from it */
+  int dying;        /* cuMemPoolDestroy calls under way: no allocation of ours starts from it */
+  int gone;         /* destroyed: kept only until its allocations under way are settled */
+  uint64_t serial;  /* this entry's, never reused: a handle may come back for another pool */
 };
 static struct pool pools[MAX_POOLS];
 static _Atomic int npools; /* read without the lock only to skip it when 0 */
+static uint64_t last_serial;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 void gs_pools_reset_after_fork(void) {
@@ -55,11 +60,28 @@ void gs_pools_reset_after_fork(void) {
   npools = 0;
 }
 
+/* The live pool of handle `h` (a destroyed one is not). mu held, as for
+ * every function here that takes or returns an entry. */
 static struct pool *find(CUmemoryPool h) {
   for (int i = 0; i < npools; i++)
-    if (pools[i].handle == h) return &pools[i];
+    if (pools[i].handle == h && !pools[i].gone) return &pools[i];
   return NULL;
 }
+
+static struct pool *find_serial(uint64_t serial) {
+  for (int i = 0; i < npools; i++)
+    if (pools[i].serial == serial) return &pools[i];
+  return NULL;
+}
+
+static struct pool *add_pool(CUmemoryPool h, int ordinal, int exportable) {
+  if (npools == MAX_POOLS) return NULL;
+  struct pool *p = &pools[npools++];
+  *p = (struct pool){.handle = h, .ordinal = ordinal, .exportable = exportable, .serial = ++last_serial};
+  return p;
+}
+
+static void remove_pool(struct pool *p) { *p = pools[--npools]; /* entries move: found again after an unlock */ }
 
 static uint64_t pool_attribute(CUmemoryPool h, CUmemPool_attribute attr, uint64_t if_unknown) {
   cuuint64_t v = 0;
@@ -72,7 +94,7 @@ static int release_locked(int ridx) {
   for (int i = 0; i < npools; i++) {
     struct pool *p = &pools[i];
     const struct gs_dev *d = gs_ordinal_dev(p->ordinal);
-    if (!d || (ridx != -1 && d->ridx != ridx)) continue;
+    if (!d || (ridx != -1 && d->ridx != ridx) || p->dying) continue; /* a destroyed handle is not asked */
     uint64_t now = pool_attribute(p->handle, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, p->charged);
     if (now >= p->charged) continue; /* a growth is charged by the allocation that made it */
     gs_credit(d->ridx, p->charged - now);
@@ -118,29 +140,30 @@ static uint64_t growth_of(CUmemoryPool pool, size_t size) {
 /* After the driver allocated from `got`: its charge made its reservation,
  * on the device the memory is on; `est` (charged to `est_dev`) given back.
  * -1: the growth does not fit. It is charged all the same (the pool holds
- * it) and the caller gives it back: `*keep` is what the pool held before. */
-static int settle(CUmemoryPool got, CUdeviceptr ptr, const struct gs_dev *est_dev, uint64_t est, size_t size,
-                  uint64_t *keep) {
+ * it) and the caller gives it back: `*keep` is what the pool held before.
+ * -2: the pool is being (or was) destroyed: the caller frees the memory
+ * and asks nothing more of the pool. `serial`: the entry counted for the
+ * allocation, 0 if none. */
+static int settle(CUmemoryPool got, uint64_t serial, CUdeviceptr ptr, const struct gs_dev *est_dev, uint64_t est,
+                  size_t size, uint64_t *keep) {
   pthread_mutex_lock(&mu);
-  struct pool *p = find(got);
+  struct pool *p = serial ? find_serial(serial) : NULL;
+  if (!p || p->handle != got) p = find(got);
   int ordinal = p ? p->ordinal : -1;
   if (!p && gs_real.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr) != CUDA_SUCCESS)
     ordinal = -1;
   const struct gs_dev *d = ordinal >= 0 ? gs_ordinal_dev(ordinal) : NULL;
   int ok = 1;
   *keep = 0;
+  int dying = 0;
   if (p && p->dying) { /* another thread is destroying the pool it came from: given back */
     d = NULL;
     ok = 0;
-  } else if (!p && ordinal >= 0) { /* a pool of a device not accounted too: its next estimate goes nowhere */
-    if (npools == MAX_POOLS) {
-      GS_LOG("more than %d memory pools: allocations from another are refused", MAX_POOLS);
-      d = NULL;
-      ok = 0;
-    } else {
-      p = &pools[npools++];
-      *p = (struct pool){got, ordinal, 0, 0, 0, 0}; /* not made through us: a device's own pool */
-    }
+    dying = 1;
+  } else if (!p && ordinal >= 0 && !(p = add_pool(got, ordinal, 0))) { /* a device's own pool */
+    GS_LOG("more than %d memory pools: allocations from another are refused", MAX_POOLS);
+    d = NULL;
+    ok = 0;
   }
   if (d) {
     *keep = p->charged;
@@ -165,12 +188,12 @@ static int settle(CUmemoryPool got, CUdeviceptr ptr, const struct gs_dev *est_de
   }
   pthread_mutex_unlock(&mu);
   if (est_dev && est) gs_credit(est_dev->ridx, est);
-  return ok ? 0 : -1;
+  return ok ? 0 : dying ? -2 : -1;
 }
 
 /* A refused allocation given back, and the pool's growth with it: freed,
  * its stream waited for (the free is stream-ordered), the pool trimmed to
- * what it held before, and that credited. */
+ * what it held before, and that credited. Without `got`: freed only. */
 static void give_back(CUdeviceptr ptr, CUstream named, CUmemoryPool got, uint64_t keep) {
   gs_real.cuMemFreeAsync(ptr, named);
   if (!got) return;
@@ -205,9 +228,10 @@ static int over_limit(const struct gs_dev *d) {
 }
 
 /* stream_ordered_alloc's charge, allocation and settling, from `want` (the
- * pool looked at) and the device its growth is first charged to. */
+ * pool looked at, its entry `serial`) and the device its growth is first
+ * charged to. */
 static CUresult charge_and_alloc(int how, CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s,
-                                 CUstream named, CUmemoryPool want, int est_ordinal, int exportable) {
+                                 CUstream named, CUmemoryPool want, uint64_t serial, int est_ordinal, int exportable) {
   CUresult r;
   CUstreamCaptureStatus capture;
   const struct gs_dev *est_dev = est_ordinal >= 0 ? gs_ordinal_dev(est_ordinal) : NULL;
@@ -234,7 +258,7 @@ static CUresult charge_and_alloc(int how, CUdeviceptr *dptr, size_t size, CUmemo
    * illegal, and ends it invalidated), so that no graph has the node. */
   if (gs_real.cuStreamIsCapturing(named, &capture) == CUDA_SUCCESS && capture != CU_STREAM_CAPTURE_STATUS_NONE &&
       gs_any_memory_limit()) {
-    gs_real.cuStreamSynchronize(named);
+    gs_stream_wait(named); /* relaxed: no other thread's capture is spoilt with it */
     if (est_dev && est) gs_credit(est_dev->ridx, est);
     GS_LOG("a stream capture began during a stream-ordered allocation: the capture is spoilt");
     return CUDA_ERROR_NOT_SUPPORTED;
@@ -246,14 +270,15 @@ static CUresult charge_and_alloc(int how, CUdeviceptr *dptr, size_t size, CUmemo
       gs_real.cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, ptr) != CUDA_SUCCESS)
     got = NULL;
   uint64_t keep = 0;
-  if (got ? settle(got, ptr, est_dev, est, size, &keep) == 0 : !gs_any_memory_limit()) {
+  const int settled = got ? settle(got, serial, ptr, est_dev, est, size, &keep) : gs_any_memory_limit() ? -1 : 0;
+  if (settled == 0) {
     if (!got && est_dev && est) gs_credit(est_dev->ridx, est); /* its pool unknown, and nothing limited */
     *dptr = ptr;
     return CUDA_SUCCESS;
   }
-  /* does not fit where it is, or its pool cannot be known: given back */
+  /* does not fit where it is, or its pool cannot be known or is going: given back */
   if (!got && est_dev && est) gs_credit(est_dev->ridx, est);
-  give_back(ptr, named, got, keep);
+  give_back(ptr, named, settled == -2 ? NULL : got, keep);
   return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -283,18 +308,18 @@ static CUresult stream_ordered_alloc(int how, CUdeviceptr *dptr, size_t size, CU
   const int dying = known && known->dying;
   const int est_ordinal = known ? known->ordinal : current;
   const int exportable = known && known->exportable;
-  const int counted = known && !dying; /* what cuMemPoolDestroy looks at */
-  if (counted) known->inflight++;
+  const uint64_t serial = known && !dying ? known->serial : 0; /* counted: what cuMemPoolDestroy looks at */
+  if (serial) known->inflight++;
   pthread_mutex_unlock(&mu);
   if (dying) {
     GS_LOG("an allocation from a memory pool being destroyed refused");
     return CUDA_ERROR_INVALID_VALUE;
   }
-  r = charge_and_alloc(how, dptr, size, pool, s, named, want, est_ordinal, exportable);
-  if (counted) {
+  r = charge_and_alloc(how, dptr, size, pool, s, named, want, serial, est_ordinal, exportable);
+  if (serial) {
     pthread_mutex_lock(&mu);
-    struct pool *p = find(want); /* entries move as others are removed */
-    if (p) p->inflight--;
+    struct pool *p = find_serial(serial);
+    if (p && --p->inflight == 0 && p->gone) remove_pool(p);
     pthread_mutex_unlock(&mu);
   }
   return r;
@@ -326,8 +351,7 @@ GS_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *pro
   if (r != CUDA_SUCCESS) return r;
   if (mode == GS_ENFORCE && asked.location.type == CU_MEM_LOCATION_TYPE_DEVICE && gs_ordinal_dev(asked.location.id)) {
     pthread_mutex_lock(&mu);
-    if (!find(made) && npools < MAX_POOLS)
-      pools[npools++] = (struct pool){made, asked.location.id, asked.handleTypes != CU_MEM_HANDLE_TYPE_NONE, 0, 0, 0};
+    if (!find(made)) add_pool(made, asked.location.id, asked.handleTypes != CU_MEM_HANDLE_TYPE_NONE);
     pthread_mutex_unlock(&mu);
   }
   *pool = made;
@@ -345,19 +369,21 @@ GS_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   if (gs_mode() != GS_ENFORCE) return gs_real.cuMemPoolDestroy(pool);
   pthread_mutex_lock(&mu);
   struct pool *p = find(pool);
+  const uint64_t serial = p ? p->serial : 0;
   const int busy = p && p->inflight;
-  if (p) p->dying = 1;
+  if (p) p->dying++;
   pthread_mutex_unlock(&mu);
   const uint64_t out = pool_attribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, UINT64_MAX);
   CUresult r = gs_real.cuMemPoolDestroy(pool);
   pthread_mutex_lock(&mu);
-  p = find(pool);
+  p = serial ? find_serial(serial) : NULL;
   if (p && r != CUDA_SUCCESS) {
-    p->dying = 0;
+    p->dying--;
   } else if (p) {
     const struct gs_dev *d = gs_ordinal_dev(p->ordinal);
     if (d && out == 0 && !busy) gs_credit(d->ridx, p->charged);
-    *p = pools[--npools]; /* the handle may come back for another pool */
+    if (p->inflight) p->gone = 1; /* removed as the last of them settles */
+    else remove_pool(p);
   }
   pthread_mutex_unlock(&mu);
   return r;

@@ -55,6 +55,7 @@ struct CUctx_st { int dev; };
 struct CUmemPoolHandle_st {
   int dev;
   uint64_t reserved, used, threshold;
+  int destroyed;
 };
 
 static struct {
@@ -444,6 +445,8 @@ void fake_pools_release(void) {
   account();
 }
 
+static void (*pool_alloc_hook)(void); /* fakecuda_on_pool_alloc */
+
 static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct CUmemPoolHandle_st *pool) {
   if (!dptr || !pool) return CUDA_ERROR_INVALID_VALUE;
   if (size == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -469,6 +472,7 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct CUmemPoolHandl
   *b = (struct block){.magic = BLOCK_MAGIC, .size = size, .dev = pool->dev, .kind = BK_POOL, .pool = pool};
   *dptr = (CUdeviceptr)(uintptr_t)((char *)b + HDR);
   account();
+  if (pool_alloc_hook) pool_alloc_hook();
   return CUDA_SUCCESS;
 }
 
@@ -532,9 +536,22 @@ CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props) {
 }
 
 static void (*pool_destroy_hook)(void);
-/* Tests: `hook` runs as each cuMemPoolDestroy begins, to let another
- * thread in at that moment. */
+/* Tests: `hook` runs as each cuMemPoolDestroy begins, or as each
+ * stream-ordered allocation that succeeded is about to return, to let
+ * another thread in at that moment. */
 void fakecuda_on_pool_destroy(void (*hook)(void)) { pool_destroy_hook = hook; }
+void fakecuda_on_pool_alloc(void (*hook)(void)) { pool_alloc_hook = hook; }
+
+/* A destroyed pool's handle is no longer valid: asked about, trimmed or
+ * set, the driver's answer is undefined. Here such calls are refused and
+ * counted, for tests to see that none was made. */
+static _Atomic int destroyed_pool_calls;
+int fakecuda_destroyed_pool_calls(void) { return atomic_load(&destroyed_pool_calls); }
+static int destroyed(const struct CUmemPoolHandle_st *pool) {
+  if (!pool->destroyed) return 0;
+  atomic_fetch_add(&destroyed_pool_calls, 1);
+  return 1;
+}
 
 /* Its memory is given back now if nothing of it is allocated, else as
  * allocations are freed and at synchronizations (it stays listed, with a
@@ -545,7 +562,9 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   for (int i = 0; i < FAKE_MAX_DEVICES; i++)
     if (pool == &g.pool[i]) return CUDA_ERROR_INVALID_VALUE; /* a default pool cannot be destroyed */
   if (pool_destroy_hook) pool_destroy_hook();
+  if (destroyed(pool)) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&pool_mu);
+  pool->destroyed = 1;
   pool->threshold = 0;
   pool_shrink(pool, 0);
   pthread_mutex_unlock(&pool_mu);
@@ -555,7 +574,7 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool) {
 
 CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
   NEED_INIT();
-  if (!pool || !value) return CUDA_ERROR_INVALID_VALUE;
+  if (!pool || !value || destroyed(pool)) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&pool_mu);
   cuuint64_t v = attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD      ? pool->threshold
                  : attr == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT ? pool->reserved
@@ -569,7 +588,7 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
 
 CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
   NEED_INIT();
-  if (!pool || !value || attr != CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) return CUDA_ERROR_INVALID_VALUE;
+  if (!pool || !value || attr != CU_MEMPOOL_ATTR_RELEASE_THRESHOLD || destroyed(pool)) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&pool_mu);
   pool->threshold = *(const cuuint64_t *)value;
   pthread_mutex_unlock(&pool_mu);
@@ -578,7 +597,7 @@ CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
 
 CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
   NEED_INIT();
-  if (!pool) return CUDA_ERROR_INVALID_VALUE;
+  if (!pool || destroyed(pool)) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&pool_mu);
   pool_shrink(pool, keep);
   pthread_mutex_unlock(&pool_mu);
@@ -589,6 +608,7 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
   (void)s;
   NEED_CTX();
+  if (pool && destroyed(pool)) return CUDA_ERROR_INVALID_VALUE;
   return pool_alloc(dptr, size, pool);
 }
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {

@@ -228,6 +228,12 @@ static void check_capture_and_wait(unsigned limit_gib) {
   if (pipe(t.to_main) || pipe(t.to_capture) || cu.stream_create(&s, CU_STREAM_NON_BLOCKING) || cu.alloc(&p, size) ||
       pthread_create(&thread, NULL, capture_thread, &t)) {
     report(0, name, "cannot set up: pipes, a stream, %.2f GiB, a thread", (double)size / GIB);
+    if (p) cu.free_(p);
+    if (s) cu.stream_destroy(s);
+    for (int i = 0; i < 2; i++) {
+      if (t.to_main[i] >= 0) close(t.to_main[i]);
+      if (t.to_capture[i] >= 0) close(t.to_capture[i]);
+    }
     return;
   }
   (void)!read(t.to_main[0], &c, 1);

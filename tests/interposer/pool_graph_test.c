@@ -8,7 +8,8 @@
  *                             pool used from GPU 1's context does not; a
  *                             growth given back (freed, waited for, trimmed)
  *                             spoils no other thread's capture; a pool
- *                             being destroyed hands out nothing more
+ *                             being destroyed hands out nothing more, and
+ *                             its handle is not used once destroyed
  *   pool_graph_test graphs    graph memory, which every launch takes
  *                             uncounted, is refused on a limited GPU:
  *                             allocation nodes (cuGraphAddMemAllocNode,
@@ -38,6 +39,8 @@ uint64_t fakecuda_device_used(int dev); /* the fake driver's own count */
 uint64_t fakecuda_device_peak(int dev);  /* the most it held since the reset */
 void fakecuda_reset_peak(int dev);
 void fakecuda_on_pool_destroy(void (*hook)(void)); /* runs as cuMemPoolDestroy begins */
+void fakecuda_on_pool_alloc(void (*hook)(void));   /* runs as a stream-ordered allocation returns */
+int fakecuda_destroyed_pool_calls(void);           /* calls refused on a destroyed pool's handle */
 
 static CUcontext ctx[2];
 
@@ -114,13 +117,18 @@ static void capture_begin(struct capture_thread *c, int dev) {
   sem_init(&c->begun, 0, 0);
   sem_init(&c->end, 0, 0);
   sem_init(&c->ended, 0, 0);
-  CHECK(pthread_create(&c->thread, NULL, capture_main, c) == 0, "a thread for the capture");
+  if (pthread_create(&c->thread, NULL, capture_main, c) != 0) {
+    c->begin = CUDA_ERROR_UNKNOWN; /* capture_end then waits for nothing */
+    CHECK(0, "a thread for the capture");
+    return;
+  }
   sem_wait(&c->begun);
   CHECK(c->begin == CUDA_SUCCESS, "another thread begins a capture in global mode on GPU %d: %d", dev, c->begin);
 }
 
 /* the capture's end, as the driver reported it to its thread */
 static CUresult capture_end(struct capture_thread *c) {
+  if (c->begin == CUDA_ERROR_UNKNOWN) return c->begin;
   sem_post(&c->end);
   sem_wait(&c->ended);
   pthread_join(c->thread, NULL);
@@ -158,7 +166,11 @@ static void destroy_race(void) {
   sem_init(&destroy_go, 0, 0);
   fakecuda_on_pool_destroy(hold_destroy);
   struct destroy_thread t = {0, doomed, CUDA_ERROR_UNKNOWN};
-  CHECK(pthread_create(&t.thread, NULL, destroy_main, &t) == 0, "a thread to destroy the pool");
+  if (pthread_create(&t.thread, NULL, destroy_main, &t) != 0) {
+    CHECK(0, "a thread to destroy the pool");
+    fakecuda_on_pool_destroy(NULL);
+    return;
+  }
   sem_wait(&destroy_entered);
   r = cuMemAllocFromPoolAsync(&late, 100 * MIB, doomed, NULL);
   CHECK(r != CUDA_SUCCESS, "100 MiB from the pool while another thread destroys it: %d", r);
@@ -174,6 +186,55 @@ static void destroy_race(void) {
         (unsigned long long)(used_on(1) / MIB));
   if (r == CUDA_SUCCESS) cuMemFree_v2(after);
   cuCtxSetCurrent(ctx[0]);
+}
+
+/* An allocation of ours under way (the driver has made it, the interposer
+ * has not settled it) as another thread destroys its pool: given back as
+ * it settles, and the destroyed pool's handle never used again (its entry
+ * was dropped, and the allocation's settling made a new one for the dead
+ * handle, asked about at every later release). */
+static sem_t alloc_made, alloc_go;
+static void hold_alloc(void) {
+  fakecuda_on_pool_alloc(NULL); /* this one only */
+  sem_post(&alloc_made);
+  sem_wait(&alloc_go);
+}
+struct alloc_thread {
+  pthread_t thread;
+  CUmemoryPool pool;
+  CUdeviceptr ptr;
+  CUresult result;
+};
+static void *alloc_main(void *arg) {
+  struct alloc_thread *t = arg;
+  cuCtxSetCurrent(ctx[0]);
+  t->result = cuMemAllocFromPoolAsync(&t->ptr, 100 * MIB, t->pool, NULL);
+  return NULL;
+}
+
+static void destroy_while_allocating(void) {
+  CUmemoryPool doomed = new_pool(1, 0);
+  sem_init(&alloc_made, 0, 0);
+  sem_init(&alloc_go, 0, 0);
+  const int calls = fakecuda_destroyed_pool_calls();
+  fakecuda_on_pool_alloc(hold_alloc);
+  struct alloc_thread t = {0, doomed, 0, CUDA_ERROR_UNKNOWN};
+  if (pthread_create(&t.thread, NULL, alloc_main, &t) != 0) {
+    CHECK(0, "a thread to allocate from the pool");
+    fakecuda_on_pool_alloc(NULL);
+    return;
+  }
+  sem_wait(&alloc_made);
+  CUresult r = cuMemPoolDestroy(doomed);
+  CHECK(r == CUDA_SUCCESS, "cuMemPoolDestroy while another thread's allocation from it is under way: %d", r);
+  sem_post(&alloc_go);
+  pthread_join(t.thread, NULL);
+  CHECK(t.result != CUDA_SUCCESS, "the allocation whose pool was destroyed meanwhile is given back: %d", t.result);
+  if (t.result == CUDA_SUCCESS) cuMemFreeAsync(t.ptr, NULL);
+  size_t free_b = 0, total = 0;
+  cuMemGetInfo_v2(&free_b, &total); /* a release: every known pool looked at */
+  CHECK(fakecuda_destroyed_pool_calls() == calls, "calls on the destroyed pool's handle: %d",
+        fakecuda_destroyed_pool_calls() - calls);
 }
 
 static void streams(void) {
@@ -270,6 +331,7 @@ static void streams(void) {
   cuCtxSetCurrent(ctx[0]);
   cuStreamDestroy_v2(s1);
   destroy_race();
+  destroy_while_allocating();
 }
 
 static CUDA_MEM_ALLOC_NODE_PARAMS node_on(int dev, size_t bytes) {

@@ -37,24 +37,27 @@ static int refused_node(const CUgraphNodeParams *p) {
   return p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && refused(&p->alloc);
 }
 
+/* cuGraphAddNode's two versions, as cuGraphAddMemAllocNode: `call_` hands
+ * the driver `asked_`, our copy, whose writes are copied out. */
+#define ADD_NODE_WRAPPER(p, passed_through, call_)                                                  \
+  do {                                                                                             \
+    gs_mode();                                                                                     \
+    if (!(p)) return passed_through;                                                               \
+    CUgraphNodeParams asked_ = *(p);                                                               \
+    if (refused_node(&asked_)) return CUDA_ERROR_NOT_SUPPORTED;                                    \
+    CUresult r_ = call_;                                                                           \
+    if (r_ == CUDA_SUCCESS) *(p) = asked_;                                                         \
+    return r_;                                                                                     \
+  } while (0)
+
 GS_EXPORT CUresult cuGraphAddNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t ndeps,
                                   CUgraphNodeParams *p) {
-  gs_mode();
-  if (!p) return gs_real.cuGraphAddNode(node, g, deps, ndeps, p);
-  CUgraphNodeParams asked = *p;
-  if (refused_node(&asked)) return CUDA_ERROR_NOT_SUPPORTED;
-  CUresult r = gs_real.cuGraphAddNode(node, g, deps, ndeps, &asked);
-  if (r == CUDA_SUCCESS) *p = asked;
-  return r;
+  ADD_NODE_WRAPPER(p, gs_real.cuGraphAddNode(node, g, deps, ndeps, p),
+                   gs_real.cuGraphAddNode(node, g, deps, ndeps, &asked_));
 }
 
 GS_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
                                      const CUgraphEdgeData *edges, size_t ndeps, CUgraphNodeParams *p) {
-  gs_mode();
-  if (!p) return gs_real.cuGraphAddNode_v2(node, g, deps, edges, ndeps, p);
-  CUgraphNodeParams asked = *p;
-  if (refused_node(&asked)) return CUDA_ERROR_NOT_SUPPORTED;
-  CUresult r = gs_real.cuGraphAddNode_v2(node, g, deps, edges, ndeps, &asked);
-  if (r == CUDA_SUCCESS) *p = asked;
-  return r;
+  ADD_NODE_WRAPPER(p, gs_real.cuGraphAddNode_v2(node, g, deps, edges, ndeps, p),
+                   gs_real.cuGraphAddNode_v2(node, g, deps, edges, ndeps, &asked_));
 }

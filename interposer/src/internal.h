@@ -121,6 +121,9 @@ static inline struct gs_dev *gs_ordinal_dev(int ordinal) {
 int gs_any_accounted(void);
 int gs_any_memory_limit(void);
 
+/* The stream a call means: a _ptsz call's NULL is the per-thread stream. */
+static inline CUstream gs_named_stream(CUstream s, int ptsz) { return !s && ptsz ? GS_STREAM_PER_THREAD : s; }
+
 /* ---- our own waits (memory.c) ---- */
 /* Waits for the work queued on `s` so far. The calling thread is relaxed
  * for it: a program's capture in global mode on another thread would take

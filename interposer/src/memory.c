@@ -135,7 +135,7 @@ static CUresult free_async(CUdeviceptr p, CUstream s, int ptsz) {
   const int tracked = untrack(p, GS_KIND_PTR, &ridx, &size);
   CUresult r = ptsz ? gs_real.cuMemFreeAsync_ptsz(p, s) : gs_real.cuMemFreeAsync(p, s);
   if (!tracked || r != CUDA_SUCCESS) return after_free(r, tracked, p, GS_KIND_PTR, ridx, size);
-  CUstream named = !s && ptsz ? GS_STREAM_PER_THREAD : s;
+  const CUstream named = gs_named_stream(s, ptsz);
   CUstreamCaptureStatus capture;
   if (gs_real.cuStreamIsCapturing(named, &capture) == CUDA_SUCCESS && capture == CU_STREAM_CAPTURE_STATUS_NONE &&
       gs_stream_wait(named) == CUDA_SUCCESS)

@@ -285,7 +285,7 @@ static CUresult charge_and_alloc(int how, CUdeviceptr *dptr, size_t size, CUmemo
 static CUresult stream_ordered_alloc(int how, CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) {
   if (gs_mode() != GS_ENFORCE || !dptr || !gs_any_accounted()) return driver_alloc(how, dptr, size, pool, s);
   const int ptsz = how == ASYNC_PTSZ || how == FROM_POOL_PTSZ;
-  CUstream named = !s && ptsz ? GS_STREAM_PER_THREAD : s; /* the stream a _ptsz call means by NULL */
+  const CUstream named = gs_named_stream(s, ptsz);
   CUstreamCaptureStatus capture;
   CUresult r = gs_real.cuStreamIsCapturing(named, &capture);
   if (r != CUDA_SUCCESS) return r;

@@ -217,32 +217,6 @@ static CUresult wait_idle(void) {
   return r;
 }
 
-static int capturing(CUstream s);
-static void invalidate_captures(int global_only);
-static int unsafe_during_capture(void);
-static int any_capture(void);
-
-/* Waits conflict with stream capture (the stream capture section below):
- * waiting for the whole context, whatever the modes, or for a capturing
- * stream, is refused and spoils the captures it reaches; waiting for
- * another stream is an unsafe call. */
-CUresult cuCtxSynchronize(void) {
-  if (any_capture()) {
-    invalidate_captures(0);
-    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  }
-  return wait_idle();
-}
-CUresult cuStreamSynchronize(CUstream s) {
-  if (capturing(s)) {
-    s->invalidated = 1;
-    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  }
-  if (unsafe_during_capture()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  return wait_idle();
-}
-CUresult cuStreamSynchronize_ptsz(CUstream s) { return cuStreamSynchronize(s); }
-
 CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
   CUresult r = fake_check_ctx();
   if (r) return r;
@@ -371,6 +345,26 @@ CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
   *mode = previous;
   return CUDA_SUCCESS;
 }
+
+/* Waits conflict with stream capture: waiting for the whole context,
+ * whatever the modes, or for a capturing stream, is refused and spoils the
+ * captures it reaches; waiting for another stream is an unsafe call. */
+CUresult cuCtxSynchronize(void) {
+  if (any_capture()) {
+    invalidate_captures(0);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  return wait_idle();
+}
+CUresult cuStreamSynchronize(CUstream s) {
+  if (capturing(s)) {
+    s->invalidated = 1;
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  if (unsafe_during_capture()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  return wait_idle();
+}
+CUresult cuStreamSynchronize_ptsz(CUstream s) { return cuStreamSynchronize(s); }
 
 /* Queues kernel time on a stream, or adds it to the stream's capture. */
 static CUresult submit(CUstream s, uint64_t ns) {

@@ -135,49 +135,62 @@ static CUresult capture_end(struct capture_thread *c) {
   return c->result;
 }
 
-/* cuMemPoolDestroy on a thread of its own, held inside the driver's call
- * (after the interposer has looked at the pool) until released. */
-static sem_t destroy_entered, destroy_go;
-static void hold_destroy(void) {
-  sem_post(&destroy_entered);
-  sem_wait(&destroy_go);
+/* A call on a thread of its own, held inside the fake driver (at the
+ * moment the hook given to start_held marks) until finish_held. */
+static sem_t held, released;
+static void hold(void) {
+  fakecuda_on_pool_destroy(NULL); /* the one call only */
+  fakecuda_on_pool_alloc(NULL);
+  sem_post(&held);
+  sem_wait(&released);
 }
-struct destroy_thread {
+struct held_call {
   pthread_t thread;
+  int alloc; /* 100 MiB from `pool` (into `ptr`), else cuMemPoolDestroy of it */
   CUmemoryPool pool;
+  CUdeviceptr ptr;
   CUresult result;
 };
-static void *destroy_main(void *arg) {
-  struct destroy_thread *t = arg;
-  t->result = cuMemPoolDestroy(t->pool);
+static void *held_main(void *arg) {
+  struct held_call *c = arg;
+  cuCtxSetCurrent(ctx[0]);
+  c->result = c->alloc ? cuMemAllocFromPoolAsync(&c->ptr, 100 * MIB, c->pool, NULL) : cuMemPoolDestroy(c->pool);
   return NULL;
+}
+/* 0 where no thread could be started (and the check failed). */
+static int start_held(struct held_call *c, void (*set_hook)(void (*)(void))) {
+  sem_init(&held, 0, 0);
+  sem_init(&released, 0, 0);
+  c->result = CUDA_ERROR_UNKNOWN;
+  set_hook(hold);
+  if (pthread_create(&c->thread, NULL, held_main, c) != 0) {
+    set_hook(NULL);
+    CHECK(0, "a thread for the held call");
+    return 0;
+  }
+  sem_wait(&held);
+  return 1;
+}
+static void finish_held(struct held_call *c) {
+  sem_post(&released);
+  pthread_join(c->thread, NULL);
 }
 
 /* A pool destroyed while the program allocates from it on another thread:
  * an allocation made after the interposer looked at what the pool has out
  * would keep the pool's memory, credited by the destroy. */
 static void destroy_race(void) {
-  CUdeviceptr held = 0, late = 0;
+  CUdeviceptr held_mem = 0, late = 0;
   CUmemoryPool doomed = new_pool(1, UINT64_MAX);
-  CUresult r = cuMemAllocFromPoolAsync(&held, 200 * MIB, doomed, NULL);
+  CUresult r = cuMemAllocFromPoolAsync(&held_mem, 200 * MIB, doomed, NULL);
   CHECK(r == CUDA_SUCCESS, "200 MiB from a new pool of GPU 1: %d", r);
-  cuMemFreeAsync(held, NULL); /* the pool keeps the 200 MiB */
-  sem_init(&destroy_entered, 0, 0);
-  sem_init(&destroy_go, 0, 0);
-  fakecuda_on_pool_destroy(hold_destroy);
-  struct destroy_thread t = {0, doomed, CUDA_ERROR_UNKNOWN};
-  if (pthread_create(&t.thread, NULL, destroy_main, &t) != 0) {
-    CHECK(0, "a thread to destroy the pool");
-    fakecuda_on_pool_destroy(NULL);
-    return;
-  }
-  sem_wait(&destroy_entered);
+  cuMemFreeAsync(held_mem, NULL); /* the pool keeps the 200 MiB */
+  struct held_call destroy = {.alloc = 0, .pool = doomed}; /* held after the interposer looked at the pool */
+  if (!start_held(&destroy, fakecuda_on_pool_destroy)) return;
   r = cuMemAllocFromPoolAsync(&late, 100 * MIB, doomed, NULL);
   CHECK(r != CUDA_SUCCESS, "100 MiB from the pool while another thread destroys it: %d", r);
-  sem_post(&destroy_go);
-  pthread_join(t.thread, NULL);
-  fakecuda_on_pool_destroy(NULL);
-  CHECK(t.result == CUDA_SUCCESS, "cuMemPoolDestroy: %d", t.result);
+  finish_held(&destroy);
+  CHECK(destroy.result == CUDA_SUCCESS, "cuMemPoolDestroy: %d", destroy.result);
   cuCtxSetCurrent(ctx[1]);
   CUdeviceptr after = 0;
   r = cuMemAlloc_v2(&after, 200 * MIB);
@@ -193,44 +206,17 @@ static void destroy_race(void) {
  * it settles, and the destroyed pool's handle never used again (its entry
  * was dropped, and the allocation's settling made a new one for the dead
  * handle, asked about at every later release). */
-static sem_t alloc_made, alloc_go;
-static void hold_alloc(void) {
-  fakecuda_on_pool_alloc(NULL); /* this one only */
-  sem_post(&alloc_made);
-  sem_wait(&alloc_go);
-}
-struct alloc_thread {
-  pthread_t thread;
-  CUmemoryPool pool;
-  CUdeviceptr ptr;
-  CUresult result;
-};
-static void *alloc_main(void *arg) {
-  struct alloc_thread *t = arg;
-  cuCtxSetCurrent(ctx[0]);
-  t->result = cuMemAllocFromPoolAsync(&t->ptr, 100 * MIB, t->pool, NULL);
-  return NULL;
-}
-
 static void destroy_while_allocating(void) {
   CUmemoryPool doomed = new_pool(1, 0);
-  sem_init(&alloc_made, 0, 0);
-  sem_init(&alloc_go, 0, 0);
   const int calls = fakecuda_destroyed_pool_calls();
-  fakecuda_on_pool_alloc(hold_alloc);
-  struct alloc_thread t = {0, doomed, 0, CUDA_ERROR_UNKNOWN};
-  if (pthread_create(&t.thread, NULL, alloc_main, &t) != 0) {
-    CHECK(0, "a thread to allocate from the pool");
-    fakecuda_on_pool_alloc(NULL);
-    return;
-  }
-  sem_wait(&alloc_made);
+  struct held_call alloc = {.alloc = 1, .pool = doomed}; /* held as the driver's allocation returns */
+  if (!start_held(&alloc, fakecuda_on_pool_alloc)) return;
   CUresult r = cuMemPoolDestroy(doomed);
   CHECK(r == CUDA_SUCCESS, "cuMemPoolDestroy while another thread's allocation from it is under way: %d", r);
-  sem_post(&alloc_go);
-  pthread_join(t.thread, NULL);
-  CHECK(t.result != CUDA_SUCCESS, "the allocation whose pool was destroyed meanwhile is given back: %d", t.result);
-  if (t.result == CUDA_SUCCESS) cuMemFreeAsync(t.ptr, NULL);
+  finish_held(&alloc);
+  CHECK(alloc.result != CUDA_SUCCESS, "the allocation whose pool was destroyed meanwhile is given back: %d",
+        alloc.result);
+  if (alloc.result == CUDA_SUCCESS) cuMemFreeAsync(alloc.ptr, NULL);
   size_t free_b = 0, total = 0;
   cuMemGetInfo_v2(&free_b, &total); /* a release: every known pool looked at */
   CHECK(fakecuda_destroyed_pool_calls() == calls, "calls on the destroyed pool's handle: %d",

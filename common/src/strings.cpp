@@ -1,6 +1,7 @@
 #include "gpuslice/common/strings.hpp"
 
 #include <cctype>
+#include <charconv>
 
 namespace gpuslice {
 
@@ -98,6 +99,16 @@ std::string trim_space(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
     text.remove_suffix(1);
   return std::string(text);
+}
+
+std::optional<int> parse_pid_text(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
+    text.remove_suffix(1);
+  int pid = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
+  if (ec != std::errc() || end != text.data() + text.size() || pid <= 0)
+    return std::nullopt;
+  return pid;
 }
 
 std::string unescape_mount_field(std::string_view field) {

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <climits>
+#include <cstring>
 #include <ctime>
 #include <cstdio>
 
@@ -172,13 +174,43 @@ void write_record(int dir_fd, const char *name, const ProcessId &p, const std::s
   write_text(dir_fd, name, format(p), shown);
 }
 
-// Live: its init (once recorded), else its creator, still runs. A
-// directory without either record is some other program's: left alone.
+// Whether the process the pid file of `init-pid-file` names runs and
+// started no earlier than `creator`: the init that the creator's runtime
+// started. No record, no pid file (the runtime failed before writing it)
+// or one that holds no pid: not.
+bool init_of_pid_file_runs(int dir_fd, const ProcessId &creator) {
+  UniqueFd f(::openat(dir_fd, kInitPidFileRecord, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!f)
+    return false;
+  char path[PATH_MAX + 1];
+  const ssize_t n = ::read(f.get(), path, sizeof path);
+  if (n < 2 || n > PATH_MAX || path[0] != '/' || path[n - 1] != '\n' ||
+      std::memchr(path, '\0', static_cast<std::size_t>(n)) || std::memchr(path, '\n', static_cast<std::size_t>(n - 1)))
+    return false;
+  path[n - 1] = '\0';
+  // No exception for a file that is missing (a create that failed): the
+  // first throw in a static binary costs milliseconds (process_id).
+  const UniqueFd pid_file(::open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!pid_file || ::fstat(pid_file.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return false;
+  char text[65];
+  const ssize_t got = ::read(pid_file.get(), text, sizeof text);
+  const auto pid = got > 0 && got < static_cast<ssize_t>(sizeof text)
+                       ? parse_pid_text(std::string_view(text, static_cast<std::size_t>(got)))
+                       : std::nullopt;
+  const auto init = pid ? process_id(*pid) : std::nullopt;
+  return init && init->start_time >= creator.start_time;
+}
+
+// Live: its init (once recorded), else its creator, still runs, else the
+// init its pid file names (kInitPidFileRecord). A directory without either
+// record is some other program's: left alone.
 bool is_live(int dir_fd) {
   if (auto init = read_record(dir_fd, kInit))
     return process_alive(*init);
   if (auto creator = read_record(dir_fd, kCreator))
-    return process_alive(*creator);
+    return process_alive(*creator) || init_of_pid_file_runs(dir_fd, *creator);
   return true;
 }
 

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <functional>
 
@@ -208,6 +209,68 @@ TEST_CASE("state dir: creation handed over to another process, which then decide
   remove_container_dir(state, "d", me);
   CHECK_FALSE(exists(state + "/containers/d"));
   CHECK_THROWS_WITH(hand_over_creation(d, *me, dead), Catch::Contains("was not created by process"));
+}
+
+TEST_CASE("state dir: without an init record, the init its runtime's pid file names keeps it live", "[state]") {
+  TempDir t;
+  const std::string state = t / "state";
+  // Each created by a process that is gone (runc, exec'd by the create),
+  // each naming a pid file.
+  auto created_naming = [&](const std::string &id, const std::string &record) {
+    in_dead_process([&] { create_container_dir(state, id); });
+    t.write("state/containers/" + id + "/" + kInitPidFileRecord, record);
+  };
+  auto pid_file = [&](const std::string &id) { return t / (id + ".pid") + "\n"; };
+  created_naming("running", pid_file("running"));
+  created_naming("running-nl", pid_file("running-nl"));
+  created_naming("failed", pid_file("never-written")); // the runtime failed before writing it
+  created_naming("older", pid_file("older"));          // names a process started before the creator
+  created_naming("ended", pid_file("ended"));          // the container has ended
+  created_naming("garbage", pid_file("garbage"));
+  created_naming("zero", pid_file("zero"));
+  created_naming("relative", "running.pid\n"); // not a path as the create writes it
+  created_naming("two-lines", pid_file("running") + "x\n");
+  created_naming("no-newline", t / "running.pid");
+  in_dead_process([&] { create_container_dir(state, "no-record"); }); // the creator alone, gone
+  // A creator that runs (the create is deciding) keeps it, whatever the
+  // pid file says.
+  auto deciding = create_container_dir(state, "deciding");
+  t.write("state/containers/deciding/" + std::string(kInitPidFileRecord), pid_file("never-written"));
+
+  // The inits, started after every creator.
+  const pid_t init = ::fork();
+  REQUIRE(init >= 0);
+  if (init == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  const pid_t ended = ::fork();
+  REQUIRE(ended >= 0);
+  if (ended == 0)
+    ::_exit(0);
+  REQUIRE(::waitpid(ended, nullptr, 0) == ended);
+  t.write("running.pid", std::to_string(init));
+  t.write("running-nl.pid", std::to_string(init) + "\n");
+  t.write("older.pid", "1");
+  t.write("ended.pid", std::to_string(ended));
+  t.write("garbage.pid", "12ab");
+  t.write("zero.pid", "0");
+
+  std::vector<std::string> removed = collect_stale(state);
+  std::sort(removed.begin(), removed.end());
+  CHECK(removed == std::vector<std::string>{"ended", "failed", "garbage", "no-newline", "no-record", "older", "relative",
+                                            "two-lines", "zero"});
+  CHECK(exists(state + "/containers/running"));
+  CHECK(exists(state + "/containers/running-nl"));
+  CHECK(exists(state + "/containers/deciding"));
+  CHECK_THROWS_WITH(create_container_dir(state, "running"), Catch::Contains("\"running\" is already in use"));
+  CHECK_FALSE(remove_if_stale(state, "running"));
+
+  // The init ends: stale, and a create of the id takes it over.
+  ::kill(init, SIGKILL);
+  REQUIRE(::waitpid(init, nullptr, 0) == init);
+  CHECK(remove_if_stale(state, "running"));
+  CHECK_NOTHROW(create_container_dir(state, "running-nl"));
 }
 
 TEST_CASE("state dir: a create waits for one still deciding (no init, dir locked) instead of refusing", "[state]") {

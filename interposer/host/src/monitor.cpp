@@ -172,14 +172,7 @@ template <typename Fn> pid_t start_grandchild(Fn in_grandchild) {
 
 std::optional<int> read_pid_file(const std::string &path) {
   try {
-    std::string text = fs::read_file(path, 64);
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
-      text.pop_back();
-    int pid = 0;
-    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
-    if (ec != std::errc() || p != text.data() + text.size() || pid <= 0)
-      return std::nullopt;
-    return pid;
+    return parse_pid_text(fs::read_file(path, 64));
   } catch (const Error &) {
     return std::nullopt;
   }

@@ -39,6 +39,10 @@ std::optional<std::string> env_value(const std::vector<std::string> &env, std::s
 // `text` without the white space (isspace) at either end.
 std::string trim_space(std::string_view text);
 
+// The pid a pid file holds, as runc and crun write it: decimal digits,
+// perhaps spaces or newlines after them; above 0 and an int, else nullopt.
+std::optional<int> parse_pid_text(std::string_view text);
+
 // The items with `separator` between them.
 std::string join(const std::vector<std::string> &items, std::string_view separator);
 

@@ -6,10 +6,20 @@
 // Each directory says whose it is: `creator` (the process creating the
 // container: gpuslice-runtime, then runc with the same pid) and, once the
 // container runs, `init` (its init process), each as "PID STARTTIME" so that
-// a reused pid is not taken for the same process. A directory whose recorded
-// process is gone belongs to no runtime any more ("stale") and is collected
-// by the next create; a live one is never reused: a second create with a
-// running container's id is refused instead of resetting its state.
+// a reused pid is not taken for the same process. A container without
+// limits has no process of gpuslice's left once its create is done (the
+// runtime is exec'd in the create's own process) and no `init` record:
+// `init-pid-file` names the pid file its runtime writes, and the process
+// that file names is its init when it started no earlier than the creator
+// (an older one under that pid is not this create's). A directory whose
+// recorded process is gone belongs to no runtime any more ("stale") and is
+// collected by the next create; a live one is never reused: a second create
+// with a running container's id is refused instead of resetting its state.
+//
+// What a pid file cannot tell: when the init has ended and the kernel's
+// pids have gone round before the container's delete, a process started
+// later under the same pid keeps such a directory live until it ends too
+// (meanwhile a create of the same id is refused).
 //
 // The layout has a format number (`format`: "gpuslice-state N"), so that a
 // package upgrade can leave running containers alone: the new runtime, hook
@@ -68,6 +78,8 @@ bool process_alive(const ProcessId &p);
 inline constexpr const char *kCreatorRecord = "creator";
 inline constexpr const char *kInitRecord = "init";
 inline constexpr const char *kMonitorRecord = "monitor";
+// The pid file's absolute path and a newline.
+inline constexpr const char *kInitPidFileRecord = "init-pid-file";
 std::optional<ProcessId> read_process_record(int dir_fd, const char *name);
 void write_process_record(int dir_fd, const char *name, const ProcessId &p, const std::string &shown); // throws Error
 

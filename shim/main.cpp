@@ -1,7 +1,7 @@
 // gpuslice-runtime: an OCI runtime command line in front of runc or crun.
 // `create` and `run` get the container's CDI devices applied to the bundle
-// (a create with devices execs runc, and a second process records the init
-// once runc has exited, and starts the monitor of a container with limits:
+// (a create with devices execs runc; for a container with limits a second
+// process records the init once runc has exited, and starts its monitor:
 // shim/lifecycle.hpp); `delete` of a container that has gpuslice state (and
 // `run` of one) removes that state; `exec` gets the container's CDI env; start, state, exec, ps,
 // pause and resume start the container's monitor again when it died; every
@@ -210,6 +210,10 @@ int run(shim::CommandLine &cl) {
   }
 
   try {
+    if (cl.verb == "create" && edit.written && !edit.shared) { // no limits: nothing to wait for
+      tidying.now();
+      shim::exec_create(runtime, cl, config, std::move(edit.state_dir));
+    }
     if (cl.verb == "create" && edit.written) {
       shim::exec_recording_init(runtime, cl, config, std::move(edit.state_dir), cl.pid_file, edit.monitor);
       tidying.now(); // no recorder (a kernel before 5.3): runc as a child

@@ -9,9 +9,10 @@ milliseconds on a busy VM; a change worth 0.1 ms to gpuslice's part
 work and its exec of the runtime are timed. The figure is the paired
 median against the first build (per-iteration difference).
 
-With /bin/true as the runtime the init recorder, which runs beside it,
-finds no init and says so (its error is not timed, but it runs on the
-other CPU meanwhile, alike for every build). The spec cache and the
+With /bin/true as the runtime the create writes no pid file: its state
+dir is stale at once, and the delete after each create removes it (a
+build before 2026-12-06 left an init recorder beside the runtime, which
+found no init and removed the dir on the other CPU). The spec cache and the
 fast-path record are filled by warm-up creates first. The bundle and the
 state dir are on a tmpfs, as containerd's bundles and /run are on a node:
 on this VM's ext4, the fsyncs of the state dir and of config.json took

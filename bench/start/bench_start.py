@@ -408,7 +408,12 @@ def main() -> int:
                     print("limits: not profiled (valgrind 3.19, Debian 12's, knows no pidfd_open, which the "
                           "monitor needs)")
                     continue
+                # A profile dumped as the wrapper execs the runtime too: a
+                # create with devices and no limits ends in an exec, and
+                # what runs before it would go unwritten (callgrind writes
+                # at exit).
                 profiled = ocitest.Runtime("profiled", ["valgrind", "--tool=callgrind", "--demangle=no",
+                                                        "--dump-before=execv",
                                                         f"--callgrind-out-file={tmp}/callgrind.%p", wrapper],
                                            root, env=wrapped.env, lowlevel=plain)
                 # One cycle first, unprofiled: the profile is of what every

@@ -62,7 +62,7 @@ _UNSEEN = re.compile(
 # two windows of text instead of four.
 _FAST_PATH = re.compile(
     r"^(?:gpuslice_runtime_entry|gpuslice_fast_path|gpuslice_fp_[a-z_]+|try_fast_path|env_value|has_state"
-    r"|recorded_process_runs|map_in_startup_pages|parse_u64)$")
+    r"|recorded_process_runs|read_process_record|process_start|read_small|init_runs|map_in_startup_pages|parse_u64)$")
 # The global symbol of the section that holds all its read-only tables
 # (fast_path.c's FAST_PATH_TABLE), first in .rodata: in the 64 KB window
 # of its strings, which every call faults in.

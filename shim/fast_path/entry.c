@@ -195,17 +195,20 @@ static char *append(char *p, const char *s) {
 
 static char small_buf[4096];
 
-/* 1: the process that record `name` of `dir` names runs; 0: it has ended;
- * -1: unknown. */
-static int recorded_process_runs(int dir, const char *name) {
+/* Reads file `name` of `dir` into small_buf (at most `max` bytes): its
+ * length, -ENOENT when there is none, -1 on any other error. */
+static long read_small(int dir, const char *name, size_t max) {
   const int fd = sys_openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
-    return -1;
-  long len = read_all(fd, small_buf, 64);
+    return fd == -ENOENT ? -ENOENT : -1;
+  const long len = read_all(fd, small_buf, max);
   sys_close(fd);
-  unsigned long long pid, start, now;
-  if (len < 0 || gpuslice_fp_parse_process_record(small_buf, (size_t)len, &pid, &start) != 0)
-    return -1;
+  return len;
+}
+
+/* 1 and *start: process `pid` runs, started at *start; 0: it has ended; -1:
+ * unknown. */
+static int process_start(unsigned long long pid, unsigned long long *start) {
   char path[32], digits[24]; /* no initializer: the compiler may make one a memset call */
   int nd = 0;
   do
@@ -220,14 +223,72 @@ static int recorded_process_runs(int dir, const char *name) {
     return 0;
   if (stat < 0)
     return -1;
-  len = read_all(stat, small_buf, sizeof small_buf - 1);
+  const long len = read_all(stat, small_buf, sizeof small_buf - 1);
   sys_close(stat);
   if (len < 0)
     return -1;
-  const int runs = gpuslice_fp_proc_stat_start(small_buf, (size_t)len, &now);
-  if (runs <= 0)
-    return runs;
-  return now == start ? 1 : 0; /* another process under a reused pid */
+  return gpuslice_fp_proc_stat_start(small_buf, (size_t)len, start);
+}
+
+/* Record `name` of `dir`: 0, *pid and *start; -ENOENT when there is none;
+ * -1 when it cannot be read. */
+static int read_process_record(int dir, const char *name, unsigned long long *pid, unsigned long long *start) {
+  const long len = read_small(dir, name, 64);
+  if (len == -ENOENT)
+    return -ENOENT;
+  if (len < 0 || gpuslice_fp_parse_process_record(small_buf, (size_t)len, pid, start) != 0)
+    return -1;
+  return 0;
+}
+
+/* 1: the process that record `name` of `dir` names runs; 0: it has ended;
+ * -1: unknown. */
+static int recorded_process_runs(int dir, const char *name) {
+  unsigned long long pid, start, now;
+  if (read_process_record(dir, name, &pid, &start) != 0)
+    return -1;
+  const int runs = process_start(pid, &now);
+  return runs <= 0 ? runs : now == start; /* not: another process under a reused pid */
+}
+
+/* 1: the init of the container of state dir `dir` runs; 0: it has ended (or
+ * never started); -1: unknown. As state::is_live judges it: the `init`
+ * record's process, else the creator while it runs, else the process the
+ * pid file of the `init-pid-file` record names when it started no earlier
+ * than the creator (a container without limits). */
+static int init_runs(int dir) {
+  unsigned long long pid, start, now;
+  int rc = read_process_record(dir, GPUSLICE_FP_INIT_RECORD, &pid, &start);
+  if (rc == 0) {
+    rc = process_start(pid, &now);
+    return rc <= 0 ? rc : now == start;
+  }
+  if (rc != -ENOENT)
+    return -1;
+  if (read_process_record(dir, GPUSLICE_FP_CREATOR_RECORD, &pid, &start) != 0)
+    return -1;
+  rc = process_start(pid, &now);
+  if (rc < 0)
+    return -1;
+  if (rc == 1 && now == start)
+    return 1; /* the create still runs */
+  const unsigned long long creator_start = start;
+  long len = read_small(dir, GPUSLICE_FP_INIT_PID_FILE_RECORD, sizeof small_buf - 1);
+  if (len == -ENOENT)
+    return 0;
+  if (len < 0 || gpuslice_fp_parse_pid_file_record(small_buf, (size_t)len) != 0)
+    return -1;
+  len = read_small(AT_FDCWD, small_buf, 64); /* the path, in small_buf until the open */
+  if (len == -ENOENT)
+    return 0; /* the runtime never wrote it: the create failed */
+  if (len < 0)
+    return -1;
+  if (gpuslice_fp_parse_pid(small_buf, (size_t)len, &pid) != 0)
+    return 0;
+  rc = process_start(pid, &now);
+  if (rc <= 0)
+    return rc;
+  return now >= creator_start ? 1 : 0; /* an older process under that pid is not this create's init */
 }
 
 /* 1 when container `id` has a state dir (or may have: an error counts as
@@ -387,7 +448,7 @@ static void delete_stateful(char **argv, char **envp, const char *runtime, const
   int runs = -1;
   if (dir >= 0 && sys_statx(dir, "", AT_EMPTY_PATH, &st) == 0 && root_only(&st)) {
     if (holds_only_plain_files(dir)) {
-      runs = recorded_process_runs(dir, GPUSLICE_FP_INIT_RECORD);
+      runs = init_runs(dir);
     } else if (recorded_process_runs(dir, GPUSLICE_FP_INIT_RECORD) == 0 &&
                recorded_process_runs(dir, GPUSLICE_FP_MONITOR_RECORD) == 1) {
       /* A container with limits whose init has ended: its monitor, which
@@ -428,7 +489,7 @@ static void delete_stateful(char **argv, char **envp, const char *runtime, const
   while ((rc = sys_call(__NR_wait4, child, (long)&status, 0, 0, 0)) == -EINTR)
     ;
   const int code = rc != child ? 1 : (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f);
-  if (rc == child && code == 0 && recorded_process_runs(dir, GPUSLICE_FP_INIT_RECORD) == 0)
+  if (rc == child && code == 0 && init_runs(dir) == 0)
     remove_plain_dir(containers, dir, id);
   sys_exit(code);
 }

@@ -313,7 +313,8 @@ int gpuslice_fp_spec_may_request(const char *json, size_t len, const struct gpus
 }
 
 const char *gpuslice_fp_plain_state_files(void) {
-  FAST_PATH_TABLE static const char files[] = "format\0creator\0" GPUSLICE_FP_INIT_RECORD "\0cdi-env\0init.pid\0";
+  FAST_PATH_TABLE static const char files[] = "format\0" GPUSLICE_FP_CREATOR_RECORD "\0" GPUSLICE_FP_INIT_RECORD
+                                              "\0" GPUSLICE_FP_INIT_PID_FILE_RECORD "\0cdi-env\0init.pid\0";
   return files;
 }
 
@@ -321,6 +322,33 @@ int gpuslice_fp_plain_state_file(const char *name) {
   for (const char *f = gpuslice_fp_plain_state_files(); *f; f += gpuslice_fp_strlen(f) + 1)
     if (gpuslice_fp_streq(f, name))
       return 1;
+  return 0;
+}
+
+int gpuslice_fp_parse_pid_file_record(char *buf, size_t len) {
+  if (len < 2 || buf[0] != '/' || buf[len - 1] != '\n')
+    return -1;
+  for (size_t i = 0; i + 1 < len; ++i)
+    if (buf[i] == '\0' || buf[i] == '\n')
+      return -1;
+  buf[len - 1] = '\0';
+  return 0;
+}
+
+int gpuslice_fp_parse_pid(const char *buf, size_t len, unsigned long long *pid) {
+  while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+    --len;
+  unsigned long long v = 0;
+  for (size_t i = 0; i < len; ++i) {
+    if (buf[i] < '0' || buf[i] > '9')
+      return -1;
+    v = v * 10 + (unsigned)(buf[i] - '0');
+    if (v > 0x7fffffff)
+      return -1;
+  }
+  if (v == 0)
+    return -1;
+  *pid = v;
   return 0;
 }
 

@@ -70,10 +70,21 @@ int gpuslice_fp_find_verb(int argc, char *const *argv);
 const char *gpuslice_fp_plain_state_files(void);
 /* 1 when `name` is one of them. */
 int gpuslice_fp_plain_state_file(const char *name);
-/* The state dir's records of the container's init and of its monitor
- * (state::kInitRecord, state::kMonitorRecord). */
+/* The state dir's records of the container's creator, init and monitor,
+ * and of the pid file that names the init of a container without limits
+ * (state::kCreatorRecord, kInitRecord, kMonitorRecord, kInitPidFileRecord). */
+#define GPUSLICE_FP_CREATOR_RECORD "creator"
 #define GPUSLICE_FP_INIT_RECORD "init"
 #define GPUSLICE_FP_MONITOR_RECORD "monitor"
+#define GPUSLICE_FP_INIT_PID_FILE_RECORD "init-pid-file"
+
+/* The init-pid-file record's text (an absolute path and a newline, no other
+ * newline, no NUL): 0 and the path NUL-terminated in place of its newline,
+ * -1 for anything else. */
+int gpuslice_fp_parse_pid_file_record(char *buf, size_t len);
+/* A pid file's text (decimal digits, perhaps spaces or newlines after them:
+ * parse_pid_text): 0 and the pid (1 to INT_MAX), -1 for anything else. */
+int gpuslice_fp_parse_pid(const char *buf, size_t len, unsigned long long *pid);
 
 /* "PID START\n", as the state dir's records are written
  * (state::write_process_record): 0 and the two numbers, -1 for anything

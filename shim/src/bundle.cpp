@@ -123,6 +123,12 @@ state::ContainerDir commit(CreateContext &ctx, std::string &pid_file, const std:
   // from the init (they count 10 ms ticks): removed before any state exists.
   if (::unlink(pid_file.c_str()) != 0 && errno != ENOENT)
     throw system_error("cannot remove the pid file " + quote(pid_file) + " an earlier container left");
+  // No process of gpuslice's waits for the runtime of a container without
+  // limits (exec_create): its init, once the runtime has exited, is the
+  // one this file names (state::kInitPidFileRecord). Absolute as runc makes
+  // it (lexically, from its cwd, which is this process's).
+  if (!ctx.plan.monitor)
+    ctx.plan.files.emplace_back(state::kInitPidFileRecord, fs::absolute(pid_file) + "\n");
   return commit_host(ctx, pid_file, [&](const state::ContainerDir &) { ctx.spec.save(config_json); });
 }
 

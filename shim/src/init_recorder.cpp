@@ -1,5 +1,6 @@
-// The create of a container with devices, without running runc as a child
-// (lifecycle.hpp's exec_recording_init).
+// The create of a container with limits, without running runc as a child
+// (lifecycle.hpp's exec_recording_init). One without limits needs no
+// process of ours once runc is exec'd (lifecycle.hpp's exec_create).
 //
 // Why: runc as a child puts one more sleep and wake-up, and this process's
 // exit, between runc's exit and the caller's (~2 ms of every GPU create on
@@ -8,8 +9,8 @@
 // costs no copy of this 40 MB process's page tables, and once this process
 // has exec'd runc the old memory is the recorder's alone. It wakes when runc
 // exits, at the same time as the caller, and records the init on the other
-// CPU while the caller goes on. For a container with limits it then
-// becomes the container's monitor (monitor_start.hpp's MonitorInPlace).
+// CPU while the caller goes on. It then becomes the container's monitor
+// (monitor_start.hpp's MonitorInPlace).
 //
 // Until runc has exited the recorder shares this process's memory, its
 // thread pointer and errno included, with a process that is still running:

@@ -23,6 +23,18 @@ int init_pid_from(const std::string &pid_file) {
 
 } // namespace
 
+void exec_create(const std::string &runtime, const CommandLine &cl, const Config &config,
+                 state::ContainerDir state_dir) {
+  const auto me = state::process_id(static_cast<int>(::getpid()));
+  state_dir = {}; // closed: nothing holds it open while the container lives
+  try {
+    exec_runtime(runtime, cl.args);
+  } catch (const Error &) {
+    state::remove_container_dir(config.state_dir, cl.container_id, me);
+    throw;
+  }
+}
+
 int create_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
                           const std::string &pid_file, std::optional<PendingMonitor> monitor) {
   const auto me = state::process_id(static_cast<int>(::getpid()));

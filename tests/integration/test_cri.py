@@ -253,12 +253,12 @@ def test_dra_and_device_plugin_containers_get_their_devices(node):
 
         # The pause container went through gpuslice-runtime (the handler's
         # binary) and was not touched: no hook, no device, no state. The DRA
-        # container has state, with its init recorded by the runtime.
+        # container has state, which names the pid file of its init.
         assert gpuslice_path_in_options(node, pod.id)
         pause = node.bundle_config(pod.id)
         assert "gpuslice-hook" not in json.dumps(pause) and "/dev/nvidia" not in json.dumps(pause)
         assert not (node.state / "containers" / pod.id).exists()
-        assert (node.state / "containers" / dra / "init").is_file()
+        assert (node.state / "containers" / dra / "init-pid-file").read_text().endswith("/init.pid\n")
 
 
 def test_cdi_edits_are_applied_once_whoever_applies_them(node):

@@ -77,18 +77,27 @@ def created_for_the_fast_path(rt: ocitest.Runtime, log: Path, bundle: ocitest.Bu
     assert_took("fast", rt, log, "state", cid)
 
 
+def start_time(pid: int) -> int:
+    """Field 22 of /proc/PID/stat, as the state dir's records hold it."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+
+
 def created_with_a_device(rt: ocitest.Runtime, bundle: ocitest.Bundle, gpu: ocitest.FakeGpu, cid: str, script: str,
-                          state_root: Path) -> tuple[Path, int]:
-    """`cid` created with device 0 of the fake GPU, running `script`: its
-    state dir, once the init is recorded there (by a process of the create's
-    own that waits for the runtime to exit), and its init's pid."""
+                          state_root: Path, init_recorded: bool = False) -> tuple[Path, int]:
+    """`cid` created with device 0 of the fake GPU (no limits), running
+    `script`: its state dir and its init's pid. With `init_recorded`, the
+    init is recorded in the state dir as it is for a container with limits
+    (by a process of the create's own that waits for the runtime to exit)."""
     bundle.annotate(ANNOTATION, gpu.qualified("0"))
     bundle.shell(script)
     bundle.write()
     rt.create(bundle, cid)
     state_dir = state_root / "containers" / cid
-    assert ocitest.eventually((state_dir / "init").is_file)
-    return state_dir, int((bundle.path / f"{cid}.pid").read_text())
+    assert state_dir.is_dir()
+    pid = int((bundle.path / f"{cid}.pid").read_text())
+    if init_recorded:
+        (state_dir / "init").write_text(f"{pid} {start_time(pid)}\n")
+    return state_dir, pid
 
 
 @pytest.fixture
@@ -260,7 +269,7 @@ def test_containers_with_state_or_a_monitor_are_left_to_the_full_program(gpuslic
     (state_dir / "monitor-args").write_bytes(b"")
     assert_took("full", rt, log, "state", cid)
     (state_dir / "monitor-args").unlink()
-    (state_dir / "region-id").unlink()  # written for the monitor it tried to start
+    (state_dir / "region-id").unlink(missing_ok=True)  # a monitor it tried to start (none: no init recorded)
     # a verb the full program only passes on stays fast
     assert_took("fast", rt, log, "list")
     # a state dir with a file a container without limits never has
@@ -275,11 +284,6 @@ def test_containers_with_state_or_a_monitor_are_left_to_the_full_program(gpuslic
     assert rt.list_ids() == []
 
 
-def start_time(pid: int) -> int:
-    """Field 22 of /proc/PID/stat, as the state dir's records hold it."""
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
-
-
 def test_a_container_whose_monitor_runs_is_the_fast_paths(gpuslice_runtime, fresh_record, bundle, fake_gpu, cid,
                                                           gpuslice_state_dir, test_tmp):
     """For `state` and `start` of a container with a monitor the full
@@ -289,7 +293,8 @@ def test_a_container_whose_monitor_runs_is_the_fast_paths(gpuslice_runtime, fres
     full program. A sleep stands in for the monitor (the entry only reads the
     record and /proc)."""
     rt, log = gpuslice_runtime, test_tmp / "strace.log"
-    state_dir, pid = created_with_a_device(rt, bundle, fake_gpu, cid, "sleep 2", gpuslice_state_dir)
+    state_dir, pid = created_with_a_device(rt, bundle, fake_gpu, cid, "sleep 2", gpuslice_state_dir,
+                                           init_recorded=True)
     record = state_dir / "monitor"
     stand_in = subprocess.Popen(["sleep", "60"])
     try:
@@ -337,7 +342,8 @@ def test_delete_of_an_ended_container_whose_monitor_runs_leaves_the_dir_to_the_m
         monitors = {"watched": f"{stand_in.pid} {start_time(stand_in.pid)}\n",
                     "unwatched": f"{stand_in.pid} {start_time(stand_in.pid) + 1}\n"}  # a reused pid
         # both created first: a create collects the dirs of ended inits
-        created = {name: created_with_a_device(rt, bundle, fake_gpu, f"{cid}-{name}", "true", gpuslice_state_dir)
+        created = {name: created_with_a_device(rt, bundle, fake_gpu, f"{cid}-{name}", "true", gpuslice_state_dir,
+                                               init_recorded=True)
                    for name in monitors}
         dirs = {name: state_dir for name, (state_dir, _) in created.items()}
         for name, monitor in monitors.items():
@@ -368,7 +374,7 @@ def test_delete_of_a_live_container_with_devices_is_fast_and_keeps_the_state_unt
     the container's init is gone."""
     rt, log = gpuslice_runtime, test_tmp / "strace.log"
     state_dir, pid = created_with_a_device(rt, bundle, fake_gpu, cid, "sleep 60", gpuslice_state_dir)
-    assert sorted(p.name for p in state_dir.iterdir()) == ["cdi-env", "creator", "format", "init"]
+    assert sorted(p.name for p in state_dir.iterdir()) == ["cdi-env", "creator", "format", "init-pid-file"]
     assert_took("fast", rt, log, "start", cid)
     taken, p = path_taken(rt, log, "delete", cid)
     assert taken == "fast" and p.returncode != 0, p.stderr  # refused by the runtime: the container runs

@@ -172,9 +172,10 @@ def test_gpuslice_injects_two_devices(gpuslice_runtime, bundle, fake_gpu, cid):
 @pytest.mark.gpuslice
 def test_gpuslice_rewrites_config(request, gpuslice_runtime, bundle, fake_gpu, gpuslice_state_dir, cid):
     """With a request: config.json rewritten in place (same mode, no temp
-    file left), the CDI edits in it, and no gpuslice-hook: the runtime runs
-    runc create itself and records the init (the pid runc wrote) in the
-    state dir, without one more exec on the container's way in."""
+    file left), the CDI edits in it, and no gpuslice-hook: the runtime
+    execs runc create itself, without one more exec on the container's way
+    in, and the state dir names the pid file runc writes as its init's (no
+    limits: nothing of gpuslice's waits for runc to record it)."""
     from conftest import gpuslice_hook_path
     hook = gpuslice_hook_path(request.config)
     bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
@@ -191,12 +192,9 @@ def test_gpuslice_rewrites_config(request, gpuslice_runtime, bundle, fake_gpu, g
         assert not [h for hooks in spec.get("hooks", {}).values() for h in hooks if h["path"] == hook], spec["hooks"]
         # the CDI spec's own hook is kept
         assert any(h["path"] == str(fake_gpu.hook) for h in spec["hooks"]["createContainer"])
-        init_pid = int((bundle.path / f"{cid}.pid").read_text())
-        init_record = gpuslice_state_dir / "containers" / cid / "init"
-        assert ocitest.eventually(init_record.is_file)  # recorded once runc has exited
-        recorded = init_record.read_text().split()
-        assert int(recorded[0]) == init_pid
-        assert recorded[1] == Path(f"/proc/{init_pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        cdir = gpuslice_state_dir / "containers" / cid
+        assert (cdir / "init-pid-file").read_text() == f"{bundle.path / f'{cid}.pid'}\n"
+        assert sorted(p.name for p in cdir.iterdir()) == ["cdi-env", "creator", "format", "init-pid-file"]
     finally:
         gpuslice_runtime.delete(cid, force=True)
 
@@ -233,50 +231,86 @@ def test_gpuslice_create_reads_specs_through_root_cache_and_sees_a_changed_spec(
         gpuslice_runtime.delete(cid, force=True)
 
 
+def collection_comes(rt: ocitest.Runtime, make_bundle, gpu: ocitest.FakeGpu, state_dir: Path, cid: str) -> None:
+    """The collection of stale state dirs that a create with devices makes
+    now and then (once a minute), made to come now: its marker aged, then
+    such a create (deleted again)."""
+    marker = state_dir / "stale-collected"
+    if marker.exists():
+        os.utime(marker, (0, 0))
+    collector = make_bundle("collector")
+    collector.annotate(ANNOTATION, gpu.qualified("1"))
+    collector.write()
+    rt.create(collector, cid + "-collector")
+    rt.delete(cid + "-collector", force=True)
+    assert (marker.stat().st_mtime > 0)
+
+
 @pytest.mark.gpuslice
-def test_gpuslice_create_without_pid_file_records_the_init(gpuslice_runtime, bundle, fake_gpu, gpuslice_state_dir,
-                                                           cid):
+def test_gpuslice_create_without_pid_file_names_one_in_the_state_dir(gpuslice_runtime, bundle, make_bundle, fake_gpu,
+                                                                      gpuslice_state_dir, cid):
     """A create that names no --pid-file (a person, not containerd): runc is
-    given one in the state dir, and the init is recorded from it."""
+    given one in the state dir, which the dir names as its init's. While
+    that init runs, the dir is live although no process of gpuslice's is
+    left (a collection of stale dirs keeps it, an exec gets its CDI env);
+    once it has ended, the dir is stale and collected."""
     bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.shell(f"while [ ! -e {fake_gpu.MOUNT_DEST}/release ]; do sleep 0.05; done")
     bundle.write()
     with open(bundle.path / "out", "wb") as out:  # files: the container holds them open
         p = subprocess.run(gpuslice_runtime.cmd("create", "--bundle", str(bundle.path), cid), env=gpuslice_runtime.env,
                            stdin=subprocess.DEVNULL, stdout=out, stderr=out, timeout=60)
     try:
         assert p.returncode == 0, (bundle.path / "out").read_text()
-        state = gpuslice_runtime.state(cid)
+        init = gpuslice_runtime.state(cid)["pid"]
         cdir = gpuslice_state_dir / "containers" / cid
-        assert int((cdir / "init.pid").read_text()) == state["pid"]
-        assert ocitest.eventually((cdir / "init").is_file)
-        assert int((cdir / "init").read_text().split()[0]) == state["pid"]
+        assert int((cdir / "init.pid").read_text()) == init
+        assert (cdir / "init-pid-file").read_text() == f"{cdir / 'init.pid'}\n"
+        assert not (cdir / "init").exists()
+        collection_comes(gpuslice_runtime, make_bundle, fake_gpu, gpuslice_state_dir, cid)
+        assert cdir.is_dir()
+        gpuslice_runtime.start(cid)
+        process = bundle.path / "process.json"
+        process.write_text(json.dumps({"args": ["true"], "cwd": "/", "env": ["PATH=/bin"], "user": {"uid": 0, "gid": 0}}))
+        gpuslice_runtime.run("exec", "--process", str(process), cid)
+        assert "GPUSLICE_FAKE_DRIVER=1" in process.read_text()
+        (fake_gpu.host_dir / "release").touch()
+        assert ocitest.wait_pid(init, 30) == 0
+        collection_comes(gpuslice_runtime, make_bundle, fake_gpu, gpuslice_state_dir, cid)
+        assert not cdir.exists()
     finally:
         gpuslice_runtime.delete(cid, force=True)
     assert not (gpuslice_state_dir / "containers" / cid).exists()
 
 
 @pytest.mark.gpuslice
-def test_gpuslice_failed_runc_create_leaves_no_state(gpuslice_runtime, bundle, fake_gpu, gpuslice_state_dir, cid):
+def test_gpuslice_failed_runc_create_leaves_only_stale_state(gpuslice_runtime, bundle, make_bundle, fake_gpu,
+                                                            gpuslice_state_dir, cid):
     """runc refuses the create (its root is missing): runc's status comes
-    back, and the state dir the runtime made is removed as runc exits (by
-    the process that records the init), not left for the next create to
-    collect."""
+    back. Nothing of gpuslice's waits for runc (no limits): the state dir
+    the runtime made names a pid file runc never wrote, and is stale once
+    runc has exited; the delete that containerd sends after a failed create
+    removes it, and so does the next collection of stale dirs."""
     bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
     bundle.spec["root"]["path"] = str(bundle.path / "no-such-rootfs")
     bundle.write()
-    p = gpuslice_runtime.create(bundle, cid, check=False)
-    assert p.returncode != 0
-    containers = gpuslice_state_dir / "containers"
-    assert ocitest.eventually(lambda: not containers.exists() or list(containers.iterdir()) == [])
+    cdir = gpuslice_state_dir / "containers" / cid
+    assert gpuslice_runtime.create(bundle, cid, check=False).returncode != 0
+    assert cdir.is_dir() and not (bundle.path / f"{cid}.pid").exists()
+    gpuslice_runtime.run("delete", "--force", cid, check=False)
+    assert not cdir.exists()
+    assert gpuslice_runtime.create(bundle, cid, check=False).returncode != 0
+    collection_comes(gpuslice_runtime, make_bundle, fake_gpu, gpuslice_state_dir, cid)
+    assert not cdir.exists()
     assert gpuslice_runtime.list_ids() == []
 
 
 @pytest.mark.gpuslice
 def test_gpuslice_create_retried_at_once_after_a_failed_one_is_not_refused(gpuslice_runtime, bundle, fake_gpu,
                                                                             busybox_rootfs, cid):
-    """The state dir of a create that runc refused goes only after runc has
-    exited (its recorder asks `runc state` first): a create of the same id
-    made at once waits for that decision instead of finding the id in use."""
+    """The state dir of a create that runc refused is stale as soon as runc
+    has exited: a create of the same id made at once takes it over instead
+    of finding the id in use."""
     bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
     bundle.spec["root"]["path"] = str(bundle.path / "no-such-rootfs")
     bundle.write()
@@ -294,9 +328,9 @@ def test_gpuslice_create_retried_at_once_after_a_failed_one_is_not_refused(gpusl
 def test_gpuslice_create_of_a_live_id_leaves_that_container_alone(plain_runtime, gpuslice_runtime, bundle, make_bundle,
                                                                   fake_gpu, gpuslice_state_dir, cid):
     """A GPU create whose id is a running plain container's (made without
-    gpuslice, so no state dir says so): runc refuses it, and gpuslice only
-    removes its own state dir; the other container is neither deleted nor
-    recorded as this one's."""
+    gpuslice, so no state dir says so): runc refuses it, and the state dir
+    gpuslice made is stale (the next collection removes it); the other
+    container is neither deleted nor taken for this one's."""
     plain = make_bundle("plain")
     plain.write()
     plain_runtime.create(plain, cid)
@@ -305,8 +339,8 @@ def test_gpuslice_create_of_a_live_id_leaves_that_container_alone(plain_runtime,
         bundle.write()
         p = gpuslice_runtime.create(bundle, cid, check=False)
         assert p.returncode != 0
-        containers = gpuslice_state_dir / "containers"
-        assert ocitest.eventually(lambda: not containers.exists() or list(containers.iterdir()) == [])
+        collection_comes(gpuslice_runtime, make_bundle, fake_gpu, gpuslice_state_dir, cid)
+        assert not (gpuslice_state_dir / "containers" / cid).exists()
         assert plain_runtime.state(cid)["status"] == "created"
     finally:
         plain_runtime.delete(cid, force=True)
@@ -323,80 +357,17 @@ def use_lowlevel_script(request, config: Path, gpu: ocitest.FakeGpu, state_dir: 
 
 
 @pytest.mark.gpuslice
-def test_gpuslice_init_is_recorded_when_the_pid_file_is_lost(request, gpuslice_runtime, gpuslice_config, bundle,
-                                                            fake_gpu, gpuslice_state_dir, runtime_name, test_tmp, cid):
-    """The low-level runtime here runs runc and then loses the pid file
-    gpuslice-runtime asked for: the create is runc's success all the same,
-    and the init is recorded from what `runc state` says of the container."""
-    log_dir = test_tmp / "gpuslice-log"
-    use_lowlevel_script(request, gpuslice_config, fake_gpu, gpuslice_state_dir, log_dir, test_tmp / "loses-pid-file.sh",
-                        "#!/bin/sh\n"
-                        f"{tool(RUNTIMES[runtime_name])} \"$@\"\n"
-                        "rc=$?\n"
-                        'prev=\n'
-                        'for a in "$@"; do\n'
-                        '  case "$prev" in --pid-file) rm -f "$a";; esac\n'
-                        '  case "$a" in --pid-file=*) rm -f "${a#--pid-file=}";; esac\n'
-                        '  prev=$a\n'
-                        'done\n'
-                        "exit $rc\n")
-    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
-    bundle.write()
-    gpuslice_runtime.create(bundle, cid)
-    try:
-        init_record = gpuslice_state_dir / "containers" / cid / "init"
-        assert ocitest.eventually(init_record.is_file)
-        assert int(init_record.read_text().split()[0]) == gpuslice_runtime.state(cid)["pid"]
-    finally:
-        gpuslice_runtime.delete(cid, force=True)
-
-
-@pytest.mark.gpuslice
-def test_gpuslice_container_whose_init_cannot_be_recorded_is_deleted(request, gpuslice_runtime, gpuslice_config,
-                                                                     bundle, fake_gpu, gpuslice_state_dir,
-                                                                     runtime_name, test_tmp, cid):
-    """An error after runc created the container, and after the devices
-    were injected (and logged): the low-level runtime here records another
-    live process (pid 1) as the container's init once runc is done, so the
-    init cannot be recorded. The container does not live on without its
-    record: it is deleted again, its state removed, and the reason is in
-    gpuslice's log (it once died of SIGSEGV there, logging through a logger
-    it had already shut down)."""
-    log_dir = test_tmp / "gpuslice-log"
-    init_record = gpuslice_state_dir / "containers" / cid / "init"
-    use_lowlevel_script(request, gpuslice_config, fake_gpu, gpuslice_state_dir, log_dir, test_tmp / "takes-the-id.sh",
-                        "#!/bin/sh\n"
-                        f"{tool(RUNTIMES[runtime_name])} \"$@\"\n"
-                        "rc=$?\n"
-                        'case " $* " in *" create "*)\n'
-                        "  printf '1 %s\\n' \"$(sed 's/.*) //' /proc/1/stat | cut -d' ' -f20)\" "
-                        f"> {init_record};;\n"
-                        "esac\n"
-                        "exit $rc\n")
-    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
-    bundle.write()
-    gpuslice_runtime.create(bundle, cid)
-    containers = gpuslice_state_dir / "containers"
-    assert ocitest.eventually(lambda: gpuslice_runtime.list_ids() == [])
-    assert ocitest.eventually(lambda: not containers.exists() or list(containers.iterdir()) == [])
-    log_file = log_dir / "gpuslice-runtime.log"
-    assert ocitest.eventually(lambda: "(deleted again)" in log_file.read_text())
-    log = log_file.read_text()
-    assert f"container {cid}: injected {fake_gpu.qualified('0')}" in log, log
-    assert f'error: cannot record the init of container "{cid}" (deleted again): container id "{cid}" is already in ' \
-           "use by init process 1" in log, log
-
-
-@pytest.mark.gpuslice
 def test_gpuslice_create_execs_the_runtime_with_open_signals_and_none_of_its_files(request, gpuslice_runtime,
                                                                                    gpuslice_config, bundle, fake_gpu,
                                                                                    gpuslice_state_dir, test_tmp, cid):
     """The create of a container with devices (no limits) execs the
     low-level runtime in its own process (the caller sees the runtime's own
     exit, a kill -9 of the create is one of the runtime), with no signal
-    blocked (the init recorder is made with every signal blocked) and no file
-    of the wrapper's open. A create killed before the runtime wrote its pid
-    file leaves no state once the recorder has seen it end."""
+    blocked and no file of the wrapper's open, and nothing else of
+    gpuslice's runs. A create killed before the runtime wrote its pid file
+    leaves stale state, which the delete that follows removes (test_sharing
+    has the same for a container with limits, whose create leaves a process
+    that records its init)."""
     pid_file = test_tmp / "runtime.pid"
     blocked = test_tmp / "runtime.sigblk"
     inherited = test_tmp / "runtime.fds"
@@ -415,7 +386,6 @@ def test_gpuslice_create_execs_the_runtime_with_open_signals_and_none_of_its_fil
                         "time.sleep(60)\n")
     bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
     bundle.write()
-    ocitest.become_subreaper()  # the orphaned recorder is reaped here, not left a zombie of init
     wrapper = subprocess.Popen(gpuslice_runtime.cmd("create", "--bundle", str(bundle.path), cid),
                                env=gpuslice_runtime.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
@@ -429,10 +399,15 @@ def test_gpuslice_create_execs_the_runtime_with_open_signals_and_none_of_its_fil
         assert (log_dir / "gpuslice-runtime.log").exists()
         assert not [f for f in inherited.read_text().splitlines() if f.startswith(str(log_dir))]
         assert (gpuslice_state_dir / "containers" / cid).is_dir()
+        # no process but the runtime: the wrapper's children are its (none)
+        children = Path(f"/proc/{wrapper.pid}/task/{wrapper.pid}/children").read_text().split()
+        assert children == [], children
+        assert [t.name for t in Path(f"/proc/{wrapper.pid}/task").iterdir()] == [str(wrapper.pid)]
         wrapper.kill()
         wrapper.wait(10)
-        containers = gpuslice_state_dir / "containers"
-        assert ocitest.eventually(lambda: not containers.exists() or list(containers.iterdir()) == [])
+        assert (gpuslice_state_dir / "containers" / cid).is_dir()
+        gpuslice_runtime.run("delete", cid, check=False)  # the runtime here refuses it
+        assert not (gpuslice_state_dir / "containers" / cid).exists()
     finally:
         if wrapper.poll() is None:
             wrapper.kill()

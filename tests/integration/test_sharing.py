@@ -473,11 +473,11 @@ def test_create_fails_when_the_monitor_cannot_start(sharing_runtime, test_tmp, s
     assert cid not in rt.list_ids()
 
 
-def use_lowlevel_script(test_tmp: Path, body: str) -> None:
-    """Makes the sh script `body` the low-level runtime of the test's
-    gpuslice.toml (a stand-in that wraps the real one)."""
+def use_lowlevel_script(test_tmp: Path, body: str, interpreter: str = "/bin/sh") -> None:
+    """Makes the script `body` (sh, or `interpreter`'s) the low-level runtime
+    of the test's gpuslice.toml (a stand-in that wraps the real one)."""
     script = test_tmp / "lowlevel.sh"
-    script.write_text("#!/bin/sh\n" + body)
+    script.write_text(f"#!{interpreter}\n" + body)
     script.chmod(0o755)
     conf = test_tmp / "gpuslice.toml"
     text = conf.read_text()
@@ -714,3 +714,120 @@ def test_start_refuses_a_container_with_limits_whose_init_was_never_recorded(sha
     assert rt.state(cid)["status"] == "created"
     rt.delete(cid, force=True)
     assert not dir_.exists()
+
+
+# --------------------------------------------------------------------------
+# The create's init recorder: a container with limits has a process of the
+# create's own wait for runc, record the init and become its monitor (one
+# without limits has none: test_runtime).
+
+
+def limited_bundle(test_tmp: Path, spec_template, rootfs: Path) -> ocitest.Bundle:
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, rootfs)
+    bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")
+    bundle.write()
+    return bundle
+
+
+@pytest.mark.gpuslice
+def test_init_is_recorded_when_the_pid_file_is_lost(sharing_runtime, runtime_name, test_tmp, spec_template,
+                                                    glibc_rootfs, cid):
+    """The low-level runtime here runs runc and then loses the pid file
+    gpuslice-runtime asked for: the create is runc's success all the same,
+    and the init is recorded from what `runc state` says of the container."""
+    rt, state = sharing_runtime
+    use_lowlevel_script(test_tmp,
+                        f"{tool(RUNTIMES[runtime_name])} \"$@\"\n"
+                        "rc=$?\n"
+                        'prev=\n'
+                        'for a in "$@"; do\n'
+                        '  case "$prev" in --pid-file) rm -f "$a";; esac\n'
+                        '  case "$a" in --pid-file=*) rm -f "${a#--pid-file=}";; esac\n'
+                        '  prev=$a\n'
+                        'done\n'
+                        "exit $rc\n")
+    bundle = limited_bundle(test_tmp, spec_template, glibc_rootfs)
+    rt.create(bundle, cid)
+    try:
+        init_record = state / "containers" / cid / "init"
+        assert ocitest.eventually(init_record.is_file)
+        assert int(init_record.read_text().split()[0]) == rt.state(cid)["pid"]
+        assert not (state / "containers" / cid / "init-pid-file").exists()
+    finally:
+        rt.delete(cid, force=True)
+
+
+@pytest.mark.gpuslice
+def test_container_whose_init_cannot_be_recorded_is_deleted(sharing_runtime, runtime_name, test_tmp, spec_template,
+                                                            glibc_rootfs, cid):
+    """An error after runc created the container, and after the devices
+    were injected (and logged): the low-level runtime here records another
+    live process (pid 1) as the container's init once runc is done, so the
+    init cannot be recorded. The container does not live on without its
+    record: it is deleted again, the reason is in gpuslice's log (it once
+    died of SIGSEGV there, logging through a logger it had already shut
+    down) and in the state dir, for `start` to refuse with."""
+    rt, state = sharing_runtime
+    init_record = state / "containers" / cid / "init"
+    use_lowlevel_script(test_tmp,
+                        f"{tool(RUNTIMES[runtime_name])} \"$@\"\n"
+                        "rc=$?\n"
+                        'case " $* " in *" create "*)\n'
+                        "  printf '1 %s\\n' \"$(sed 's/.*) //' /proc/1/stat | cut -d' ' -f20)\" "
+                        f"> {init_record};;\n"
+                        "esac\n"
+                        "exit $rc\n")
+    bundle = limited_bundle(test_tmp, spec_template, glibc_rootfs)
+    rt.create(bundle, cid)
+    assert ocitest.eventually(lambda: rt.list_ids() == [])
+    failed = state / "containers" / cid / "create-failed"
+    assert ocitest.eventually(failed.is_file)
+    log_file = test_tmp / "log" / "gpuslice-runtime.log"
+    assert ocitest.eventually(lambda: "(deleted again)" in log_file.read_text())
+    log = log_file.read_text()
+    assert f"container {cid}: injected {KIND}=0 with GPU limits" in log, log
+    reason = (f'cannot record the init of container "{cid}" or start its monitor (deleted again): container id '
+              f'"{cid}" is already in use by init process 1')
+    assert f"error: {reason}" in log, log
+    assert reason in failed.read_text()
+    p = rt.run("start", cid, check=False)
+    assert p.returncode != 0 and reason in p.stderr, p.stderr
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])
+def test_create_execs_the_runtime_with_open_signals_and_a_killed_one_leaves_no_state(sharing_runtime, test_tmp,
+                                                                                     spec_template, glibc_rootfs, cid):
+    """The create of a container with limits execs the low-level runtime in
+    its own process too, with no signal blocked (its init recorder is made
+    with every signal blocked, and gives the mask back before the exec). A
+    create killed before the runtime wrote its pid file leaves no state once
+    the recorder has seen it end."""
+    rt, state = sharing_runtime
+    pid_file, blocked = test_tmp / "runtime.pid", test_tmp / "runtime.sigblk"
+    # Python, not sh: dash clears the signal mask it starts with.
+    use_lowlevel_script(test_tmp,
+                        "import os, sys, time\n"
+                        "if 'create' not in sys.argv: sys.exit(1)\n"
+                        "status = open('/proc/self/status').read().splitlines()\n"
+                        f"open({str(blocked)!r}, 'w').write([l for l in status if l.startswith('SigBlk:')][0])\n"
+                        f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                        "time.sleep(60)\n", interpreter="/usr/bin/python3")
+    bundle = limited_bundle(test_tmp, spec_template, glibc_rootfs)
+    wrapper = subprocess.Popen(rt.cmd("create", "--bundle", str(bundle.path), cid), env=rt.env,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert ocitest.eventually(lambda: pid_file.exists() and pid_file.read_text().strip() != ""), "runtime not started"
+        assert int(pid_file.read_text()) == wrapper.pid
+        assert blocked.read_text().split() == ["SigBlk:", "0" * 16]
+        recorder = Path(f"/proc/{wrapper.pid}/task/{wrapper.pid}/children").read_text().split()
+        assert len(recorder) == 1, recorder
+        assert (state / "containers" / cid).is_dir()
+        wrapper.kill()
+        wrapper.wait(10)
+        containers = state / "containers"
+        assert ocitest.eventually(lambda: not containers.exists() or list(containers.iterdir()) == [])
+    finally:
+        if wrapper.poll() is None:
+            wrapper.kill()
+            wrapper.wait(10)

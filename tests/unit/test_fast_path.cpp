@@ -2,6 +2,7 @@
 // the full program's C++ ones, and it reads exactly the records the full
 // program writes, nothing else.
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/strings.hpp"
 #include "gpuslice/shim/bundle.hpp"
 #include "gpuslice/shim/command_line.hpp"
 #include "gpuslice/shim/exec_env.hpp"
@@ -360,12 +361,12 @@ TEST_CASE("fast path: a delete's plain state files are all a container without l
   const std::string state_dir = tmp.path() + "/state";
   state::record_init(state_dir, "plain", static_cast<int>(::getpid()));
   const std::string dir = state_dir + "/containers/plain";
-  for (const char *name : {kCdiEnvFile, kInitPidFile})
+  for (const char *name : {kCdiEnvFile, kInitPidFile, state::kInitPidFileRecord})
     fs::write_file_atomic(dir + "/" + name, "x", 0444, fs::Durability::atomic);
   std::set<std::string> names;
   for (const auto &e : std::filesystem::directory_iterator(dir))
     names.insert(e.path().filename().string());
-  CHECK(names.size() == 5);
+  CHECK(names.size() == 6);
   for (const auto &name : names) {
     INFO(name);
     CHECK(gpuslice_fp_plain_state_file(name.c_str()));
@@ -378,8 +379,41 @@ TEST_CASE("fast path: a delete's plain state files are all a container without l
   for (const char *name : {kMonitorArgsFile, kRegionIdFile, kLabelsFile, state::kMonitorRecord, "limits", "", ".",
                            "init.tmp", ".init.tmp", "format/"})
     CHECK_FALSE(gpuslice_fp_plain_state_file(name));
+  CHECK(std::string(GPUSLICE_FP_CREATOR_RECORD) == state::kCreatorRecord);
   CHECK(std::string(GPUSLICE_FP_INIT_RECORD) == state::kInitRecord);
   CHECK(std::string(GPUSLICE_FP_MONITOR_RECORD) == state::kMonitorRecord);
+  CHECK(std::string(GPUSLICE_FP_INIT_PID_FILE_RECORD) == state::kInitPidFileRecord);
+}
+
+TEST_CASE("fast path: reads a pid file and its record as the state dir does", "[fast-path]") {
+  auto c_pid = [](const std::string &text) -> std::optional<int> {
+    unsigned long long pid = 0;
+    if (gpuslice_fp_parse_pid(text.data(), text.size(), &pid) != 0)
+      return std::nullopt;
+    return static_cast<int>(pid);
+  };
+  for (const std::string &text : std::vector<std::string>{
+           "1", "42\n", "42 \n", "42\n\n", "0042", "2147483647", "2147483648", "0", "", "\n", " 42", "-42", "+42",
+           "4 2", "42x", "x", "99999999999999999999", std::string("4\0", 2), "42\t"}) {
+    INFO(text);
+    CHECK(c_pid(text) == parse_pid_text(text));
+  }
+  CHECK(c_pid("42 \n") == 42);
+  CHECK_FALSE(c_pid("2147483648"));
+
+  auto c_record = [](std::string text) -> std::optional<std::string> {
+    if (gpuslice_fp_parse_pid_file_record(text.data(), text.size()) != 0)
+      return std::nullopt;
+    return std::string(text.c_str());
+  };
+  CHECK(c_record("/run/containerd/io.containerd.runtime.v2.task/k8s.io/abc/init.pid\n") ==
+        "/run/containerd/io.containerd.runtime.v2.task/k8s.io/abc/init.pid");
+  CHECK(c_record("/\n") == "/");
+  for (const std::string &bad : std::vector<std::string>{"", "\n", "init.pid\n", "/a", "/a\n\n", "/a\nb\n",
+                                                         std::string("/a\0b\n", 5)}) {
+    INFO(bad);
+    CHECK_FALSE(c_record(bad));
+  }
 }
 
 TEST_CASE("fast path: reads the init and monitor records as the state dir does", "[fast-path]") {

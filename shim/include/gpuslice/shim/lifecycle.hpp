@@ -5,11 +5,15 @@
 // Why the runtime and not gpuslice-hook: each hook is one more exec of a
 // large static binary on the critical path of every GPU container (~2 ms on
 // a small VM, more than all the rest of gpuslice's own work). The runtime
-// sees both ends of a container's life anyway: the init is recorded once
-// runc create has written its pid (by a process that borrows this one's
-// memory, while the create itself is runc's exec; by this process, runc's
-// parent, on a kernel without pidfds), and the state goes at delete. Only `run` (create, start and wait in one runc call)
-// keeps gpuslice-hook at createRuntime: nothing else sees its init.
+// sees both ends of a container's life anyway: the create makes the state
+// and the delete removes it. A container without limits needs nothing more:
+// its create is runc's exec, and its init is the one runc's pid file names
+// (state::kInitPidFileRecord). One with limits has its init recorded once
+// runc create has written its pid, and its monitor started (by a process
+// that borrows this one's memory, while the create itself is runc's exec;
+// by this process, runc's parent, on a kernel without pidfds). Only `run`
+// (create, start and wait in one runc call) keeps gpuslice-hook at
+// createRuntime: nothing else sees its init.
 #pragma once
 
 #include "gpuslice/common/config.hpp"
@@ -21,7 +25,18 @@
 
 namespace gpuslice::shim {
 
-// Runs `runtime cl.args` (a create) as a child that dies with this process
+// `create` of a container without limits, its state dir made: runc is
+// exec'd with cl.args in this process (the dir's creator, under the same
+// pid), and nothing waits for it. The dir lives while runc does, then while
+// the init its pid file names does (kInitPidFileRecord); a failed create
+// leaves it stale, collected by the next create of the id or the
+// collection that comes now and then, or removed by the delete containerd
+// sends after a failed create. Throws Error when the exec fails (the dir
+// removed).
+[[noreturn]] void exec_create(const std::string &runtime, const CommandLine &cl, const Config &config,
+                              state::ContainerDir state_dir);
+
+// Runs `runtime cl.args` (the create of a container with limits) as a child that dies with this process
 // (where exec_recording_init cannot), then records the init whose pid runc
 // wrote to `pid_file` in the container's state dir and starts `monitor` (a
 // container with limits) on it. When runc fails, the state dir this process made is removed and
@@ -32,7 +47,7 @@ namespace gpuslice::shim {
 int create_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
                           const std::string &pid_file, std::optional<PendingMonitor> monitor);
 
-// `create` of a container with state: runc is exec'd with cl.args, and a
+// `create` of a container with limits: runc is exec'd with cl.args, and a
 // second process, which borrows this one's memory
 // (shim/src/init_recorder.cpp), waits for it to exit and then records the
 // init whose pid it wrote to `pid_file`, and becomes `monitor` (a

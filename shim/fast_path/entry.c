@@ -198,7 +198,7 @@ static char small_buf[4096];
 /* Reads file `name` of `dir` into small_buf (at most `max` bytes): its
  * length, -ENOENT when there is none, -1 on any other error. */
 static long read_small(int dir, const char *name, size_t max) {
-  const int fd = sys_openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  const int fd = sys_openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     return fd == -ENOENT ? -ENOENT : -1;
   const long len = read_all(fd, small_buf, max);

@@ -99,6 +99,13 @@ state::ContainerDir commit_host(CreateContext &ctx, const std::string &pid_file,
   }
   state::ContainerDir dir = state::create_container_dir(ctx.config.state_dir, ctx.container_id);
   try {
+    // A file an earlier container left there (runc fails before it writes
+    // its own) names another process, which start times cannot always tell
+    // from the init (they count 10 ms ticks): removed before runc runs. Only
+    // once the id is this create's: a create refused for an id in use must
+    // not take the pid file of that container (its dir may live by it).
+    if (!pid_file.empty() && ::unlink(pid_file.c_str()) != 0 && errno != ENOENT)
+      throw system_error("cannot remove the pid file " + quote(pid_file) + " an earlier container left");
     ctx.plan.labeler.label_fd(dir.fd.get(), selinux::Share::private_file, dir.path);
     for (const auto &[name, text] : ctx.plan.files)
       write_in(dir.fd.get(), name, text, 0444, dir.path, ctx.plan.labeler);
@@ -118,11 +125,6 @@ state::ContainerDir commit_host(CreateContext &ctx, const std::string &pid_file,
 state::ContainerDir commit(CreateContext &ctx, std::string &pid_file, const std::string &config_json) {
   if (pid_file.empty()) // runc is given one: the runtime reads the init's pid from it
     pid_file = ctx.state_path + "/" + kInitPidFile;
-  // A file an earlier container left there (runc fails before it writes
-  // its own) names another process, which start times cannot always tell
-  // from the init (they count 10 ms ticks): removed before any state exists.
-  if (::unlink(pid_file.c_str()) != 0 && errno != ENOENT)
-    throw system_error("cannot remove the pid file " + quote(pid_file) + " an earlier container left");
   // No process of gpuslice's waits for the runtime of a container without
   // limits (exec_create): its init, once the runtime has exited, is the
   // one this file names (state::kInitPidFileRecord). Absolute as runc makes

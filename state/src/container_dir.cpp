@@ -190,7 +190,7 @@ bool init_of_pid_file_runs(int dir_fd, const ProcessId &creator) {
   path[n - 1] = '\0';
   // No exception for a file that is missing (a create that failed): the
   // first throw in a static binary costs milliseconds (process_id).
-  const UniqueFd pid_file(::open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC));
+  const UniqueFd pid_file(::open(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
   if (!pid_file || ::fstat(pid_file.get(), &st) != 0 || !S_ISREG(st.st_mode))
     return false;
@@ -345,9 +345,11 @@ ContainerDir create_container_dir(const std::string &state_dir, const std::strin
       remove_dir_at(containers.get(), id, path);
       break;
     }
-    // A create still deciding (no init yet) holds the dir's lock until its
-    // runtime has said yes or no (shim's init recorder): waited for once,
-    // so that a create retried at once after a failed one is not refused.
+    // A create of a container with limits still deciding (no init yet)
+    // holds the dir's lock until its runtime has said yes or no (shim's
+    // init recorder): waited for once, so that a create retried at once
+    // after a failed one is not refused. (One without limits holds none:
+    // its dir is stale as soon as its runtime has exited without a pid file.)
     if (waited || read_record(existing.get(), kInit))
       throw Error("container id " + quote(id) + " is already in use (state " + quote(path) +
                   "): a second container cannot take it over");

@@ -394,6 +394,27 @@ def test_delete_of_a_live_container_with_devices_is_fast_and_keeps_the_state_unt
     assert taken == "fast" and p.returncode != 0, p.stderr
 
 
+@pytest.mark.parametrize("names", ["1", "garbage"])
+def test_delete_judges_a_pid_file_that_names_no_init_of_this_create_as_the_state_dir_does(
+        gpuslice_runtime, fresh_record, bundle, fake_gpu, cid, gpuslice_state_dir, test_tmp, names):
+    """A container without limits has no init record: its init is the
+    process its runtime's pid file names, if that one started no earlier
+    than the create. A pid file naming an older process (pid 1) or none
+    (garbage) names no init of this create: the entry's delete takes the
+    dir for stale and removes it first, whatever the runtime then says (here
+    it refuses: the container runs), as the full program would."""
+    rt, log = gpuslice_runtime, test_tmp / "strace.log"
+    state_dir, pid = created_with_a_device(rt, bundle, fake_gpu, cid, "sleep 60", gpuslice_state_dir)
+    assert_took("fast", rt, log, "start", cid)
+    (bundle.path / f"{cid}.pid").write_text(names)
+    taken, p = path_taken(rt, log, "delete", cid)
+    assert taken == "fast" and p.returncode != 0, p.stderr  # refused by the runtime: the container runs
+    assert not state_dir.exists()
+    assert rt.list_ids() == [cid]
+    rt.delete(cid, force=True)
+    ocitest.wait_pid(pid, 30)
+
+
 def test_any_change_of_config_or_path_goes_through_the_full_program(gpuslice_runtime, fresh_record, bundle, cid,
                                                                     test_tmp):
     rt, log = gpuslice_runtime, test_tmp / "strace.log"

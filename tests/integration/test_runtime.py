@@ -284,6 +284,32 @@ def test_gpuslice_create_without_pid_file_names_one_in_the_state_dir(gpuslice_ru
 
 
 @pytest.mark.gpuslice
+def test_gpuslice_create_refused_for_a_running_id_leaves_its_pid_file(gpuslice_runtime, bundle, make_bundle, fake_gpu,
+                                                                      gpuslice_state_dir, cid):
+    """A second create of a running container's id naming the same pid file
+    (a retry, a person's script): refused before it touches that file, by
+    which the running container's state dir lives (a collection keeps it)."""
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.shell("sleep 60")
+    bundle.write()
+    gpuslice_runtime.create(bundle, cid)
+    try:
+        pid_file = bundle.path / f"{cid}.pid"
+        init = int(pid_file.read_text())
+        again = make_bundle("again")
+        again.annotate(ANNOTATION, fake_gpu.qualified("1"))
+        again.write()
+        p = gpuslice_runtime.create(again, cid, check=False, pid_file=pid_file)
+        assert p.returncode != 0 and "already in use" in p.stderr, p.stderr
+        assert int(pid_file.read_text()) == init
+        collection_comes(gpuslice_runtime, make_bundle, fake_gpu, gpuslice_state_dir, cid)
+        assert (gpuslice_state_dir / "containers" / cid / "cdi-env").is_file()
+    finally:
+        gpuslice_runtime.delete(cid, force=True)
+    assert not (gpuslice_state_dir / "containers" / cid).exists()
+
+
+@pytest.mark.gpuslice
 def test_gpuslice_failed_runc_create_leaves_only_stale_state(gpuslice_runtime, bundle, make_bundle, fake_gpu,
                                                             gpuslice_state_dir, cid):
     """runc refuses the create (its root is missing): runc's status comes

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
+#include <filesystem>
 #include <csignal>
 #include <functional>
 
@@ -224,12 +226,18 @@ TEST_CASE("state dir: without an init record, the init its runtime's pid file na
   created_naming("running", pid_file("running"));
   created_naming("running-nl", pid_file("running-nl"));
   created_naming("failed", pid_file("never-written")); // the runtime failed before writing it
-  created_naming("older", pid_file("older"));          // names a process started before the creator
+  created_naming("older", pid_file("older"));          // names a process started before the creator (pid 1)
   created_naming("ended", pid_file("ended"));          // the container has ended
   created_naming("garbage", pid_file("garbage"));
   created_naming("zero", pid_file("zero"));
-  created_naming("relative", "running.pid\n"); // not a path as the create writes it
-  created_naming("two-lines", pid_file("running") + "x\n");
+  // Records not as the create writes them, each naming a pid file that
+  // exists: relative (to this process's cwd), a path with a newline in it.
+  char cwd[PATH_MAX];
+  REQUIRE(::getcwd(cwd, sizeof cwd));
+  const std::string relative = std::filesystem::relative(t / "running.pid", cwd).string();
+  REQUIRE(relative.front() != '/');
+  created_naming("relative", relative + "\n");
+  created_naming("two-lines", t / "running.pid\nx" + "\n");
   created_naming("no-newline", t / "running.pid");
   in_dead_process([&] { create_container_dir(state, "no-record"); }); // the creator alone, gone
   // A creator that runs (the create is deciding) keeps it, whatever the
@@ -251,6 +259,7 @@ TEST_CASE("state dir: without an init record, the init its runtime's pid file na
   REQUIRE(::waitpid(ended, nullptr, 0) == ended);
   t.write("running.pid", std::to_string(init));
   t.write("running-nl.pid", std::to_string(init) + "\n");
+  t.write("running.pid\nx", std::to_string(init));
   t.write("older.pid", "1");
   t.write("ended.pid", std::to_string(ended));
   t.write("garbage.pid", "12ab");

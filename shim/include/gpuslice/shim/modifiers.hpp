@@ -101,7 +101,8 @@ CreatePlan plan_create(CreateContext &ctx, const std::string &bundle_dir, HookMo
 // region and monitor (of ctx.init_pid when set, else of the pid runc writes
 // to pid_file; only made ready, in ctx.pending_monitor, with
 // ctx.defer_monitor), each labelled by ctx.plan.labeler; then `finish`.
-// On failure (`finish`'s included) the state dir is removed. Throws Error.
+// A `pid_file` that exists is removed once the state dir is made. On
+// failure (`finish`'s included) the state dir is removed. Throws Error.
 state::ContainerDir commit_host(CreateContext &ctx, const std::string &pid_file,
                                 const std::function<void(const state::ContainerDir &)> &finish);
 

@@ -43,8 +43,13 @@ namespace gpuslice::state {
 // "..", at most 255 bytes. (containerd and runc ids already satisfy this.)
 bool is_safe_container_id(std::string_view id);
 
-// The layout this build writes and the newest it reads.
-inline constexpr int kStateFormat = 1;
+// The layout this build writes and the newest it reads. 2: a directory
+// with no `init` record may live by its `init-pid-file` (a reader of 1
+// takes it for stale once its creator has exited, and collection, which
+// never looks at the format, removes it: a downgrade under running
+// containers without limits loses their state, and their execs the CDI
+// env; README).
+inline constexpr int kStateFormat = 2;
 
 // The format of the state directory `dir_fd` (shown as `shown` in errors):
 // 1 when it has no record. Throws Error when the record is unreadable or

@@ -242,11 +242,12 @@ static int read_process_record(int dir, const char *name, unsigned long long *pi
 }
 
 /* 1: the process that record `name` of `dir` names runs; 0: it has ended;
- * -1: unknown. */
+ * -ENOENT: there is no such record; -1: unknown. */
 static int recorded_process_runs(int dir, const char *name) {
   unsigned long long pid, start, now;
-  if (read_process_record(dir, name, &pid, &start) != 0)
-    return -1;
+  const int recorded = read_process_record(dir, name, &pid, &start);
+  if (recorded != 0)
+    return recorded;
   const int runs = process_start(pid, &now);
   return runs <= 0 ? runs : now == start; /* not: another process under a reused pid */
 }
@@ -257,14 +258,10 @@ static int recorded_process_runs(int dir, const char *name) {
  * pid file of the `init-pid-file` record names when it started no earlier
  * than the creator (a container without limits). */
 static int init_runs(int dir) {
-  unsigned long long pid, start, now;
-  int rc = read_process_record(dir, GPUSLICE_FP_INIT_RECORD, &pid, &start);
-  if (rc == 0) {
-    rc = process_start(pid, &now);
-    return rc <= 0 ? rc : now == start;
-  }
+  int rc = recorded_process_runs(dir, GPUSLICE_FP_INIT_RECORD);
   if (rc != -ENOENT)
-    return -1;
+    return rc < 0 ? -1 : rc;
+  unsigned long long pid, start, now;
   if (read_process_record(dir, GPUSLICE_FP_CREATOR_RECORD, &pid, &start) != 0)
     return -1;
   rc = process_start(pid, &now);

@@ -239,6 +239,7 @@ TEST_CASE("state dir: without an init record, the init its runtime's pid file na
   created_naming("relative", relative + "\n");
   created_naming("two-lines", t / "running.pid\nx" + "\n");
   created_naming("no-newline", t / "running.pid");
+  created_naming("linked", pid_file("linked")); // a link to a pid file naming the running init: not followed
   in_dead_process([&] { create_container_dir(state, "no-record"); }); // the creator alone, gone
   // A creator that runs (the create is deciding) keeps it, whatever the
   // pid file says.
@@ -260,6 +261,7 @@ TEST_CASE("state dir: without an init record, the init its runtime's pid file na
   t.write("running.pid", std::to_string(init));
   t.write("running-nl.pid", std::to_string(init) + "\n");
   t.write("running.pid\nx", std::to_string(init));
+  REQUIRE(::symlink((t / "running.pid").c_str(), (t / "linked.pid").c_str()) == 0);
   t.write("older.pid", "1");
   t.write("ended.pid", std::to_string(ended));
   t.write("garbage.pid", "12ab");
@@ -267,8 +269,8 @@ TEST_CASE("state dir: without an init record, the init its runtime's pid file na
 
   std::vector<std::string> removed = collect_stale(state);
   std::sort(removed.begin(), removed.end());
-  CHECK(removed == std::vector<std::string>{"ended", "failed", "garbage", "no-newline", "no-record", "older", "relative",
-                                            "two-lines", "zero"});
+  CHECK(removed == std::vector<std::string>{"ended", "failed", "garbage", "linked", "no-newline", "no-record", "older",
+                                            "relative", "two-lines", "zero"});
   CHECK(exists(state + "/containers/running"));
   CHECK(exists(state + "/containers/running-nl"));
   CHECK(exists(state + "/containers/deciding"));

@@ -214,10 +214,12 @@ int run(shim::CommandLine &cl) {
       tidying.now();
       shim::exec_create(runtime, cl, config, std::move(edit.state_dir));
     }
-    if (cl.verb == "create" && edit.written) {
-      shim::exec_recording_init(runtime, cl, config, std::move(edit.state_dir), cl.pid_file, edit.monitor);
+    if (cl.verb == "create" && edit.written) { // limits: commit made the monitor ready
+      if (!edit.monitor)
+        throw Error("internal error: no monitor made ready for container " + quote(cl.container_id));
+      shim::exec_recording_init(runtime, cl, config, std::move(edit.state_dir), cl.pid_file, *edit.monitor);
       tidying.now(); // no recorder (a kernel before 5.3): runc as a child
-      return shim::create_recording_init(runtime, cl, config, cl.pid_file, std::move(edit.monitor));
+      return shim::create_recording_init(runtime, cl, config, cl.pid_file, std::move(*edit.monitor));
     }
     tidying.now();
     edit.state_dir = {}; // not held open while runc runs (`run`: the container's life)

@@ -98,7 +98,7 @@ struct Recorder {
   std::string pid_file;
   std::string bundle; // as given ("" for the cwd, which the recorder shares)
   std::string log_path, log_format;
-  std::optional<PendingMonitor> monitor; // a container with limits: started once the init is recorded
+  std::optional<PendingMonitor> monitor; // started once the init is recorded (set once the recorder runs)
   state::ProcessId creator; // this process, then runc under the same pid
   int creator_pidfd = -1;
   int dir_lock = -1; // the state dir's flock, this process's copy
@@ -151,23 +151,19 @@ GPUSLICE_RAW_ONLY void drop_callers_files() {
 void fail_closed(const Recorder &r, const std::optional<state::ProcessId> &me, const std::string &message) {
   // The pid file named a process this create's runc started: the container is ours.
   (void)run_runtime(r.runtime, r.delete_args, ChildEnds::on_its_own);
-  const std::string shown = "cannot record the init of container " + quote(r.id) +
-                            (r.monitor ? " or start its monitor" : "") + " (deleted again): " + message;
+  const std::string shown =
+      "cannot record the init of container " + quote(r.id) + " or start its monitor (deleted again): " + message;
   write_runtime_log(r.log_path, r.log_format, "gpuslice: " + shown);
   spdlog::error("{}", shown);
-  // A container with limits keeps its dir, with the reason, for `start`
-  // to refuse with (restart_monitor_if_gone); it is stale as soon as this
-  // process, its creator, exits, and goes with the delete that follows.
-  if (r.monitor) {
-    try {
-      fs::write_file_atomic(fs::clean_path(r.state_dir) + "/containers/" + r.id + "/" + kCreateFailedFile, shown,
-                            0400, fs::Durability::atomic);
-      return;
-    } catch (const Error &) {
-      // then without the reason: start finds no container
-    }
+  // The dir stays, with the reason, for `start` to refuse with
+  // (restart_monitor_if_gone); it is stale as soon as this process, its
+  // creator, exits, and goes with the delete that follows.
+  try {
+    fs::write_file_atomic(fs::clean_path(r.state_dir) + "/containers/" + r.id + "/" + kCreateFailedFile, shown, 0400,
+                          fs::Durability::atomic);
+  } catch (const Error &) {
+    state::remove_container_dir(r.state_dir, r.id, me); // then without the reason: start finds no container
   }
-  state::remove_container_dir(r.state_dir, r.id, me);
 }
 
 // The same directory, by its resolved path ("" when it has none).
@@ -219,8 +215,8 @@ std::optional<MonitorInPlace> record_or_clean_up(Recorder &r) {
   }
   try {
     const state::ContainerDir dir = state::record_init(r.state_dir, r.id, *pid);
-    if (r.monitor) // the dir is locked: the caller took the lock, this process holds it
-      return take_monitor(std::move(*r.monitor), dir, r.state_dir, r.id);
+    // the dir is locked: the caller took the lock, this process holds it
+    return take_monitor(std::move(*r.monitor), dir, r.state_dir, r.id);
   } catch (const Error &e) {
     fail_closed(r, me, e.message());
   }
@@ -271,13 +267,13 @@ GPUSLICE_RAW_ONLY int record_after_runtime(void *arg) {
 
 void exec_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
                          state::ContainerDir state_dir, const std::string &pid_file,
-                         std::optional<PendingMonitor> &monitor) {
+                         PendingMonitor &monitor) {
   static Recorder r; // outlives this frame in the recorder's eyes
   const auto me = state::process_id(static_cast<int>(::getpid()));
   // Said by the create itself while it still can: the monitor is started
   // only after it has returned.
-  if (monitor && ::access(monitor->program.c_str(), X_OK) != 0) {
-    const Error e = system_error("cannot start the container's monitor " + quote(monitor->program));
+  if (::access(monitor.program.c_str(), X_OK) != 0) {
+    const Error e = system_error("cannot start the container's monitor " + quote(monitor.program));
     state::remove_container_dir(config.state_dir, cl.container_id, me);
     throw e;
   }

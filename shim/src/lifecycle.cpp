@@ -36,7 +36,7 @@ void exec_create(const std::string &runtime, const CommandLine &cl, const Config
 }
 
 int create_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
-                          const std::string &pid_file, std::optional<PendingMonitor> monitor) {
+                          const std::string &pid_file, PendingMonitor monitor) {
   const auto me = state::process_id(static_cast<int>(::getpid()));
   const int status = run_runtime(runtime, cl.args, ChildEnds::with_parent);
   if (status != 0) {
@@ -46,21 +46,17 @@ int create_recording_init(const std::string &runtime, const CommandLine &cl, con
   }
   try {
     const int init_pid = init_pid_from(pid_file);
-    if (!monitor) {
-      state::record_init(config.state_dir, cl.container_id, init_pid);
-    } else {
-      // Under the dir's lock from before the record: a restart
-      // (monitor_start.hpp) that saw the init but no monitor yet would
-      // start a second one.
-      const UniqueFd locked = state::lock_container_dir(config.state_dir, cl.container_id);
-      const state::ContainerDir dir = state::record_init(config.state_dir, cl.container_id, init_pid);
-      launch_monitor(std::move(*monitor), dir);
-    }
+    // Under the dir's lock from before the record: a restart
+    // (monitor_start.hpp) that saw the init but no monitor yet would start a
+    // second one.
+    const UniqueFd locked = state::lock_container_dir(config.state_dir, cl.container_id);
+    const state::ContainerDir dir = state::record_init(config.state_dir, cl.container_id, init_pid);
+    launch_monitor(std::move(monitor), dir);
   } catch (const Error &e) {
     (void)run_runtime(runtime, cl.with_global_flags({"delete", "--force", cl.container_id}), ChildEnds::with_parent);
     state::remove_container_dir(config.state_dir, cl.container_id, me);
     throw Error("cannot record the init of container " + quote(cl.container_id) +
-                (monitor ? " or start its monitor" : "") + " (deleted again): " + e.message());
+                " or start its monitor (deleted again): " + e.message());
   }
   return 0;
 }

@@ -38,27 +38,27 @@ namespace gpuslice::shim {
 
 // Runs `runtime cl.args` (the create of a container with limits) as a child that dies with this process
 // (where exec_recording_init cannot), then records the init whose pid runc
-// wrote to `pid_file` in the container's state dir and starts `monitor` (a
-// container with limits) on it. When runc fails, the state dir this process made is removed and
+// wrote to `pid_file` in the container's state dir and starts `monitor` on
+// it. When runc fails, the state dir this process made is removed and
 // runc's status returned. When the init cannot be recorded or the monitor
 // not started, the container is deleted (runc delete --force) and the state
 // removed; throws Error. The container never runs without its record, nor
 // unmonitored: fail closed.
 int create_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
-                          const std::string &pid_file, std::optional<PendingMonitor> monitor);
+                          const std::string &pid_file, PendingMonitor monitor);
 
 // `create` of a container with limits: runc is exec'd with cl.args, and a
 // second process, which borrows this one's memory
 // (shim/src/init_recorder.cpp), waits for it to exit and then records the
-// init whose pid it wrote to `pid_file`, and becomes `monitor` (a
-// container with limits: taken over; monitor_start.hpp's MonitorInPlace);
+// init whose pid it wrote to `pid_file`, and becomes `monitor` (taken
+// over: monitor_start.hpp's MonitorInPlace);
 // the caller sees runc's own exit. Without
 // a pid file naming a process started after this one (runc failed: it
 // writes the file last), the recorder removes the state dir; when the init
 // cannot be recorded or the monitor not started, it deletes the container
 // (runc delete --force), says why in the runtime's log and gpuslice's, and
-// removes the state, or, for a container with limits, leaves the reason
-// in it (kCreateFailedFile) for `start` to refuse with. The recorder holds
+// leaves the reason in the state dir (kCreateFailedFile) for `start` to
+// refuse with. The recorder holds
 // the dir's lock until then, so a `start` that comes first waits for it.
 // `state_dir` is the container's, as the create made it (still open); the
 // recorder's lock is taken on it.
@@ -68,7 +68,7 @@ int create_recording_init(const std::string &runtime, const CommandLine &cl, con
 // state removed) or the exec fails.
 void exec_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
                          state::ContainerDir state_dir, const std::string &pid_file,
-                         std::optional<PendingMonitor> &monitor);
+                         PendingMonitor &monitor);
 
 // `delete` of a container with state. A container whose init has ended
 // (the usual delete, after the task exited) has stale state: removed first,

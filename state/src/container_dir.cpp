@@ -240,6 +240,20 @@ std::optional<int> temp_owner(std::string_view name) {
 
 } // namespace
 
+// Removing by name what was judged through an fd would remove whatever
+// lies at the name by then: between a collection's is_live and its removal,
+// a create of the same id may have removed the stale dir itself and renamed
+// its new one into place, and a second create may do the same to the first.
+// So the contents go through the fd that was judged, and the name only as
+// an empty directory: a create's dir is never empty there (its records are
+// written before the rename).
+void remove_judged_dir(int parent, const std::string &name, int judged, const std::string &shown) {
+  remove_contents(judged, shown);
+  if (::unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT && errno != ENOTEMPTY &&
+      errno != EEXIST)
+    throw system_error("cannot remove " + quote(shown));
+}
+
 bool is_safe_container_id(std::string_view id) {
   if (id.empty() || id.size() > 255 || id == "." || id == ".." || id.front() == '.')
     return false;
@@ -342,7 +356,7 @@ ContainerDir create_container_dir(const std::string &state_dir, const std::strin
       break;
     }
     if (!is_live(existing.get())) {
-      remove_dir_at(containers.get(), id, path);
+      remove_judged_dir(containers.get(), id, existing.get(), path); // another's now: the rename below says so
       break;
     }
     // A create of a container with limits still deciding (no init yet)
@@ -416,12 +430,14 @@ void remove_container_dir(const std::string &state_dir, const std::string &id,
   UniqueFd containers = open_containers(state_dir, false);
   if (!containers)
     return;
+  const std::string path = fs::clean_path(state_dir) + "/containers/" + id;
   if (created_by) {
     UniqueFd dir = open_dir_at(containers.get(), id);
-    if (!dir || read_record(dir.get(), kCreator) != created_by)
-      return;
+    if (dir && read_record(dir.get(), kCreator) == created_by)
+      remove_judged_dir(containers.get(), id, dir.get(), path);
+    return;
   }
-  remove_dir_at(containers.get(), id, fs::clean_path(state_dir) + "/containers/" + id);
+  remove_dir_at(containers.get(), id, path);
 }
 
 bool remove_if_stale(const std::string &state_dir, const std::string &id) {
@@ -434,7 +450,7 @@ bool remove_if_stale(const std::string &state_dir, const std::string &id) {
     return errno == ENOENT;
   if (is_live(dir.get()))
     return false;
-  remove_dir_at(containers.get(), id, fs::clean_path(state_dir) + "/containers/" + id);
+  remove_judged_dir(containers.get(), id, dir.get(), fs::clean_path(state_dir) + "/containers/" + id);
   return true;
 }
 
@@ -485,7 +501,7 @@ std::vector<std::string> collect_stale(const std::string &state_dir) {
       UniqueFd dir = open_dir_at(containers.get(), name);
       if (!dir || is_live(dir.get()))
         continue;
-      remove_dir_at(containers.get(), name, base + name);
+      remove_judged_dir(containers.get(), name, dir.get(), base + name);
       removed.push_back(name);
     } catch (const Error &) {
       // one unreadable entry must not stop the others (nor the create)

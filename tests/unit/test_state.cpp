@@ -378,6 +378,36 @@ TEST_CASE("state dir: collect_stale removes what no runtime knows, temporaries i
   CHECK(collect_stale(t / "nothing-here").empty());
 }
 
+TEST_CASE("state dir: a stale dir goes through the fd it was judged by; a create's that took its name stays",
+          "[state]") {
+  TempDir t;
+  const std::string state = t / "state";
+  in_dead_process([&] { create_container_dir(state, "c"); });
+  in_dead_process([&] {
+    auto d = create_container_dir(state, "d");
+    ::mkdir((d.path + "/run").c_str(), 0700);
+  });
+  const UniqueFd containers(::open((state + "/containers").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(containers);
+  auto judged = [&](const char *id) {
+    UniqueFd fd(::openat(containers.get(), id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    REQUIRE(fd);
+    return fd; // stale: its creator is gone
+  };
+  // A collection judged "c" stale; before it removes it, a create of "c"
+  // removes the stale dir itself and renames its own into place.
+  const UniqueFd stale_c = judged("c");
+  auto retried = create_container_dir(state, "c");
+  remove_judged_dir(containers.get(), "c", stale_c.get(), state + "/containers/c");
+  CHECK(exists(state + "/containers/c/creator"));
+  CHECK(read_process_record(retried.fd.get(), "creator") == process_id(static_cast<int>(::getpid())));
+  CHECK_THROWS_WITH(create_container_dir(state, "c"), Catch::Contains("already in use"));
+  // Nothing took "d"'s name: it goes, what is nested in it too.
+  const UniqueFd stale_d = judged("d");
+  remove_judged_dir(containers.get(), "d", stale_d.get(), state + "/containers/d");
+  CHECK_FALSE(exists(state + "/containers/d"));
+}
+
 TEST_CASE("state: a process id as text, and back, exactly", "[state]") {
   const ProcessId p{4242, 123456789012ull};
   CHECK(to_text(p) == "4242 123456789012");

@@ -164,4 +164,11 @@ std::optional<std::string> read_state_file(int dir_fd, const char *name);
 // Removes what is inside the directory `dir_fd`, without following links.
 void remove_contents(int dir_fd, const std::string &shown);
 
+// Removes directory `name` of `parent`, judged (stale, say) through
+// `judged`, an fd open on it: its contents through `judged`, then the name
+// only while it is an empty directory. A directory that took the name since
+// (a create's, renamed into place with its records in it) stays. Throws
+// Error.
+void remove_judged_dir(int parent, const std::string &name, int judged, const std::string &shown);
+
 } // namespace gpuslice::state

@@ -195,14 +195,19 @@ int run(shim::CommandLine &cl) {
       if (request.pid_file != cl.pid_file)
         cl.add_pid_file(request.pid_file);
       if (edit.written && (!edit.warnings.empty() || log::keeps(config.log, "info"))) {
-        start_logging(config);
-        for (const auto &w : edit.warnings)
-          spdlog::warn("{}", w);
-        std::string devices;
-        for (const auto &d : edit.devices)
-          devices += (devices.empty() ? "" : ",") + d;
-        spdlog::info("container {}: injected {}{}", cl.container_id, devices, edit.shared ? " with GPU limits" : "");
-        log::flush();
+        std::string line = "container " + cl.container_id + ": injected ";
+        for (std::size_t i = 0; i < edit.devices.size(); ++i)
+          line += (i ? "," : "") + edit.devices[i];
+        if (edit.shared)
+          line += " with GPU limits";
+        // The usual create logs this one line: spdlog is set up only for more.
+        if (!edit.warnings.empty() || !log::write_info_line("gpuslice-runtime", config.log, line)) {
+          start_logging(config);
+          for (const auto &w : edit.warnings)
+            spdlog::warn("{}", w);
+          spdlog::info("{}", line);
+          log::flush();
+        }
       }
     } catch (const Error &e) {
       return fail(cl, config, "cannot create container " + quote(cl.container_id) + ": " + e.message());

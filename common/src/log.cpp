@@ -5,10 +5,70 @@
 #include <spdlog/sinks/syslog_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "gpuslice/common/fd.hpp"
+
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <syslog.h>
+#include <time.h>
+#include <unistd.h>
 
 namespace gpuslice::log {
+
+namespace {
+// UTC, marked as such: a line's time must not cost the time zone's file
+// (glibc reads and parses it on the first conversion, gmtime's too), and
+// write_info_line writes the same stamp without glibc (utc_timestamp).
+constexpr const char *kPattern = "%Y-%m-%dT%H:%M:%S.%eZ %n[%P] %l: %v";
+
+void put_digits(std::string &out, long long value, int width) {
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value > 0 || n < width);
+  while (n > 0)
+    out += digits[--n];
+}
+} // namespace
+
+std::string utc_timestamp(const struct timespec &t) {
+  // Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
+  // civil_from_days): 400-year eras that start on 0000-03-01, so that a
+  // leap day ends its year.
+  long long days = t.tv_sec / 86400, second = t.tv_sec % 86400;
+  if (second < 0) {
+    second += 86400;
+    --days;
+  }
+  const long long z = days + 719468;
+  const long long era = (z >= 0 ? z : z - 146096) / 146097;
+  const long long day_of_era = z - era * 146097;
+  const long long year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36524 - day_of_era / 146096) / 365;
+  const long long day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+  const long long month_from_march = (5 * day_of_year + 2) / 153;
+  const long long day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
+  const long long month = month_from_march < 10 ? month_from_march + 3 : month_from_march - 9;
+  const long long year = year_of_era + era * 400 + (month <= 2);
+  std::string out;
+  out.reserve(24);
+  put_digits(out, year, 4);
+  out += '-';
+  put_digits(out, month, 2);
+  out += '-';
+  put_digits(out, day, 2);
+  out += 'T';
+  put_digits(out, second / 3600, 2);
+  out += ':';
+  put_digits(out, second / 60 % 60, 2);
+  out += ':';
+  put_digits(out, second % 60, 2);
+  out += '.';
+  put_digits(out, t.tv_nsec / 1000000, 3);
+  out += 'Z';
+  return out;
+}
 
 void setup(const std::string &program, const Options &options) {
   std::shared_ptr<spdlog::logger> logger;
@@ -27,9 +87,34 @@ void setup(const std::string &program, const Options &options) {
     logger = spdlog::stderr_logger_mt(program);
   }
   logger->set_level(spdlog::level::from_str(options.level));
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %n[%P] %l: %v");
+  logger->set_pattern(kPattern, spdlog::pattern_time_type::utc);
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(logger);
+}
+
+bool write_info_line(const std::string &program, const Options &options, std::string_view message) {
+  if (options.target != "file")
+    return false;
+  ::mkdir(options.directory.c_str(), 0755);
+  // As spdlog's file sink opens it (fopen "ab").
+  const UniqueFd fd(::open((options.directory + "/" + program + ".log").c_str(),
+                           O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666));
+  if (!fd)
+    return false;
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  std::string line = utc_timestamp(now);
+  line.reserve(line.size() + 32 + program.size() + message.size());
+  line += ' ';
+  line += program;
+  line += '[';
+  put_digits(line, ::getpid(), 1);
+  line += "] info: ";
+  line += message;
+  line += '\n';
+  // One write: O_APPEND keeps lines of processes that log at once whole.
+  (void)!::write(fd.get(), line.data(), line.size());
+  return true;
 }
 
 bool keeps(const Options &options, const std::string &level) {

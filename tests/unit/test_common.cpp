@@ -6,7 +6,10 @@
 #include "gpuslice/common/strings.hpp"
 #include "gpuslice/common/toml_text.hpp"
 
+#include "tempdir.hpp"
+
 #include <catch2/catch.hpp>
+#include <spdlog/spdlog.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -45,6 +48,78 @@ TEST_CASE("log: a level keeps what is at it or above, off keeps nothing", "[comm
   o.level = "off";
   CHECK_FALSE(log::keeps(o, "critical"));
   CHECK_FALSE(log::keeps(o, "info"));
+}
+
+TEST_CASE("log: utc_timestamp is gmtime's date and time, milliseconds cut", "[common]") {
+  const std::time_t leap_years[] = {0,          68169599,   68169600,   951782399,  951782400,  951868800,
+                                    1078012800, 4107542399, 4107542400, 4107628800, 1796545626, 253402300799};
+  for (std::time_t seconds : leap_years) {
+    std::tm tm{};
+    REQUIRE(::gmtime_r(&seconds, &tm));
+    char expected[128];
+    std::snprintf(expected, sizeof expected, "%04d-%02d-%02dT%02d:%02d:%02d.999Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    CHECK(log::utc_timestamp({seconds, 999999999}) == expected);
+  }
+  // every day of a 400-year cycle, at one second before midnight
+  for (std::time_t day = -1; day < 146097 + 1; day += 1) {
+    const std::time_t seconds = 946684800 + day * 86400 + 86399;
+    std::tm tm{};
+    REQUIRE(::gmtime_r(&seconds, &tm));
+    char expected[128];
+    std::snprintf(expected, sizeof expected, "%04d-%02d-%02dT23:59:59.000Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                  tm.tm_mday);
+    if (log::utc_timestamp({seconds, 0}) != expected)
+      FAIL(seconds << ": " << log::utc_timestamp({seconds, 0}) << " != " << expected);
+  }
+  CHECK(log::utc_timestamp({1796545626, 5000000}) == "2026-12-06T08:27:06.005Z");
+}
+
+TEST_CASE("log: write_info_line writes the line setup's logger writes, or nothing", "[common]") {
+  gpuslice::testing::TempDir t;
+  log::Options o;
+  o.level = "info";
+  o.directory = t / "log"; // made by either
+  const std::string message = "container c1: injected vendor.example/gpu=0,vendor.example/gpu=1";
+  log::setup("gpuslice-test", o);
+  spdlog::info("{}", message);
+  log::close();
+  REQUIRE(log::write_info_line("gpuslice-test", o, message));
+  const auto text = fs::read_file(t / "log/gpuslice-test.log", 4096);
+  const auto newline = text.find('\n');
+  REQUIRE(newline != std::string::npos);
+  const std::string by_spdlog = text.substr(0, newline), ours = text.substr(newline + 1);
+  REQUIRE(!ours.empty());
+  CHECK(ours.back() == '\n');
+  CHECK(ours.find('\n') == ours.size() - 1);
+  // "YYYY-MM-DDTHH:MM:SS.mmmZ ", then the same, and UTC times a moment apart.
+  constexpr std::size_t kStamp = 25;
+  REQUIRE(by_spdlog.size() > kStamp);
+  REQUIRE(ours.size() > kStamp);
+  CHECK(ours.substr(kStamp, ours.size() - kStamp - 1) == by_spdlog.substr(kStamp));
+  CHECK(by_spdlog.substr(kStamp) == "gpuslice-test[" + std::to_string(::getpid()) + "] info: " + message);
+  auto utc = [](const std::string &line) {
+    std::tm tm{};
+    const char *end = ::strptime(line.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+    REQUIRE(end == line.c_str() + 19);
+    CHECK(line[19] == '.');
+    CHECK(std::all_of(line.begin() + 20, line.begin() + 23, [](char c) { return c >= '0' && c <= '9'; }));
+    CHECK(line.substr(23, 2) == "Z ");
+    return ::timegm(&tm);
+  };
+  const std::time_t a = utc(by_spdlog), b = utc(ours);
+  CHECK(b >= a);
+  CHECK(b - a <= 60);
+  CHECK(std::abs(b - std::time(nullptr)) <= 60);
+
+  // Not to a file, or no file to be had: false, for spdlog to say it.
+  log::Options elsewhere = o;
+  elsewhere.target = "stderr";
+  CHECK_FALSE(log::write_info_line("gpuslice-test", elsewhere, message));
+  elsewhere = o;
+  elsewhere.directory = t.write("not-a-dir", "x");
+  CHECK_FALSE(log::write_info_line("gpuslice-test", elsewhere, message));
+  CHECK(fs::read_file(t / "log/gpuslice-test.log", 4096) == text);
 }
 
 TEST_CASE("quoted escapes control characters", "[common]") {

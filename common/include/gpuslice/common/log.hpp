@@ -6,6 +6,9 @@
 // No spdlog here: it is the heaviest header of the build (fmt compiled in,
 // header-only) and most files that read the config never log.
 #include <string>
+#include <string_view>
+
+#include <time.h>
 
 namespace gpuslice::log {
 
@@ -26,6 +29,20 @@ void setup(const std::string &program, const Options &options);
 // that would be dropped is no reason to open the log (a GPU container's
 // create runs on every pod's critical path).
 bool keeps(const Options &options, const std::string &level);
+
+// A line's time as setup's logger stamps it, "2026-12-06T09:01:02.345Z"
+// (UTC, milliseconds cut, not rounded), without glibc's time zone code.
+std::string utc_timestamp(const struct timespec &t);
+
+// One info line in `program`'s log file, as setup's logger writes it
+// (the same pattern), without setting spdlog up: for a process whose only
+// line it is (gpuslice-runtime's create of a GPU container, with the
+// default level). Its logger, formatter and file stream were a third of
+// a create's own time on a small VM (docs/start-overhead.md). False, and
+// nothing written, when options do not log to a file or the file cannot
+// be opened: the caller logs through spdlog then (setup's fallback). A
+// failed write loses the line, as spdlog's would.
+bool write_info_line(const std::string &program, const Options &options, std::string_view message);
 
 // Writes out what the default logger holds, before an exec or an exit. Not
 // spdlog::shutdown(): that drops the default logger, and a later line (an

@@ -42,7 +42,7 @@ KIND = "bench.example/gpu"
 ANNOTATION = "cdi.k8s.io/gpuslice-bench"
 
 
-def write_setup(work: Path, refused: bool, builds: int) -> tuple[list[Path], bytes]:
+def write_setup(work: Path, refused: bool, builds: int, log_level: str = "info") -> tuple[list[Path], bytes]:
     """A spec dir with two devices (host nodes that exist everywhere), the
     config, and a bundle's config.json asking for both (or, refused, for
     one the spec lacks); the config's paths and config.json's bytes.
@@ -60,7 +60,7 @@ def write_setup(work: Path, refused: bool, builds: int) -> tuple[list[Path], byt
     (specs / "bench.json").write_text(json.dumps(spec))
     configs = [work / f"gpuslice-{i}.toml" for i in range(builds)]
     config_text = (f'[cdi]\nspec-dirs = ["{specs}"]\n\n[runtime]\nruntimes = ["/bin/true"]\n'
-                   f'state-dir = "{work / "state"}"\n\n[log]\nlevel = "warn"\ntarget = "file"\n'
+                   f'state-dir = "{work / "state"}"\n\n[log]\nlevel = "{log_level}"\ntarget = "file"\n'
                    f'directory = "{work / "log"}"\n')
     for config in configs:
         config.write_text(config_text)
@@ -79,6 +79,8 @@ def main() -> int:
     ap.add_argument("--work-fs", choices=["tmpfs", "disk"], default="tmpfs",
                     help="what the bundle and the state dir live on: a tmpfs mounted for the run (default), as "
                          "/run is on a node, or the disk under $TMPDIR (whose fsyncs then weigh on each create)")
+    ap.add_argument("--log-level", default="info",
+                    help="the builds' log level (default info, a node's default: each create writes one line)")
     ap.add_argument("--refused", action="store_true",
                     help="time creates that ask for a device the spec lacks, each refused with exit status 1")
     a = ap.parse_args()
@@ -90,7 +92,7 @@ def main() -> int:
             raise SystemExit(f"bench_create.py: {b} is not an executable")
     print(f"# {shlex.join([sys.executable, *sys.argv])}")
     print(f"# {len(builds)} builds, {a.iterations} creates each (+{a.warmup} warm-up), {os.cpu_count()} cpus, "
-          f"kernel {os.uname().release}, runtime /bin/true, work dir on {a.work_fs}"
+          f"kernel {os.uname().release}, runtime /bin/true, work dir on {a.work_fs}, log level {a.log_level}"
           f"{', creates refused' if a.refused else ''}")
     with tempfile.TemporaryDirectory(prefix="gpuslice-bench-create-") as tmp:
         if a.work_fs == "tmpfs":
@@ -108,7 +110,7 @@ def main() -> int:
 
 def run_creates(work: Path, builds: list[str], a: argparse.Namespace) -> None:
     """The interleaved creates in `work`, and their figures printed."""
-    configs, config_json = write_setup(work, a.refused, len(builds))
+    configs, config_json = write_setup(work, a.refused, len(builds), a.log_level)
     expected = 1 if a.refused else 0
     quiet = [(os.POSIX_SPAWN_OPEN, 2, "/dev/null", os.O_WRONLY, 0)] if a.refused else []  # the refusal, each time
     bundle = work / "bundle"

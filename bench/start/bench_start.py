@@ -288,6 +288,9 @@ def main() -> int:
                     help="also put a driver's spec of another kind in the spec dir (8 GPUs, nvidia-ctk's YAML)")
     ap.add_argument("--phases", action="store_true",
                     help="also print the median of each phase (create, start, wait, delete) per runtime")
+    ap.add_argument("--log-level", default="info",
+                    help="the wrapper's log level (default info, a node's unless its config says otherwise: a "
+                         "create with devices writes one line; before 2026-12-06 the bench ran at warn, no line)")
     ap.add_argument("--hot-text", default="", metavar="FILE",
                     help="time nothing: run one cycle of the wrapper per scenario under valgrind's callgrind (and "
                          "one under its lackey, for the data it touches) and "
@@ -343,7 +346,7 @@ def main() -> int:
                         f'interposer-path = "{interposer}"\n'
                         f'\n[admission]\nmax-containers-per-gpu = 0\n'
                         f'\n[monitor]\nnvml-path = "{nvml}"\n'
-                        f'\n[log]\nlevel = "warn"\ntarget = "file"\ndirectory = "{tmp / "log"}"\n')
+                        f'\n[log]\nlevel = "{a.log_level}"\ntarget = "file"\ndirectory = "{tmp / "log"}"\n')
         root = tmp / "runtime-state"
         plain = ocitest.Runtime(os.path.basename(lowlevel), [lowlevel], root)
         wrapped = ocitest.Runtime("wrapper", [wrapper], root, env=dict(os.environ, GPUSLICE_CONFIG=str(conf)),
@@ -379,7 +382,7 @@ def main() -> int:
               f"pause after create {a.pause_after_create} s, "
               f"GOMAXPROCS {os.environ.get('GOMAXPROCS', 'unset')}, work dir on "
               f"{fs_type(tmp)}, {a.node_containers} GPU containers running, "
-              f"{len(list(gpu.spec_dir.iterdir()))} specs")
+              f"{len(list(gpu.spec_dir.iterdir()))} specs, log level {a.log_level}")
         start_node_containers(wrapped, ocitest.Bundle(tmp / "node", template, rootfs),
                               ",".join(f"{gpu.KIND}={n}" for n in ("0", "1")), a.node_containers)
         failed = False

@@ -288,6 +288,47 @@ TEST_CASE("bundle spec: typed accessors name the JSON path of what is wrong", "[
   CHECK_THROWS_WITH(BundleSpec(cdi::OciSpec::parse(R"({"annotations": []})")).annotations(), Catch::Contains("annotations"));
 }
 
+TEST_CASE("bundle spec: linux.seccomp is written back as its very text, checked as the rest", "[shim][spec]") {
+  const std::string seccomp = R"({"defaultAction" : "SCMP_ACT_ERRNO","syscalls":[{"names":["read","wr\"ite"],)"
+                              R"("action":"SCMP_ACT_ALLOW","args":[{"index":0,"value":1e3,"op":"SCMP_CMP_EQ"}]}],"x":1})";
+  const std::string text = R"({"root":{"path":"rootfs"},"linux": {"namespaces":[{"type":"pid"}],"seccomp": )" +
+                           seccomp + R"( ,"sysctl":{"a":"b"}},"process":{"env":["A=1"]}})";
+  BundleSpec spec = BundleSpec::parse(text, "config.json");
+  spec.json()["process"]["env"].push_back("B=2"); // an edit elsewhere
+  const std::string out = spec.text();
+  CHECK(out.find(seccomp) != std::string::npos); // the bytes, not a dump of them (1e3 stays 1e3)
+  auto expected = cdi::OciSpec::parse(text);
+  expected["process"]["env"].push_back("B=2");
+  CHECK(cdi::OciSpec::parse(out) == expected);
+  CHECK(spec.process_env() == std::vector<std::string>{"A=1", "B=2"});
+
+  // Checked as any member: a key twice, nesting past the bound, bad JSON.
+  auto with = [](const std::string &value) { return R"({"linux":{"seccomp":)" + value + "}}"; };
+  CHECK_THROWS_WITH(BundleSpec::parse(with(R"({"a":{"b":1,"b":2}})"), "c"), Catch::Contains("the key \"b\" twice"));
+  CHECK_THROWS_WITH(BundleSpec::parse(with(R"({"a":[{"b":1,"b":2}]})"), "c"), Catch::Contains("twice"));
+  CHECK_THROWS_WITH(BundleSpec::parse(with("{\"a\":" + std::string(200, '[') + std::string(200, ']') + "}"), "c"),
+                    Catch::Contains("nested more than"));
+  CHECK_THROWS_WITH(BundleSpec::parse(with(R"({"a":tru})"), "c"), Catch::Contains("invalid JSON"));
+  CHECK_THROWS_WITH(BundleSpec::parse(with(R"({"a":1})") + "x", "c"), Catch::Contains("invalid JSON"));
+
+  // Built as any member where the text walk does not find it plainly:
+  // an escaped key, a value that is no object; and an edit's value wins.
+  for (const std::string &other : {std::string(R"({"\u006cinux":{"seccomp":{"a":1}}})"), with("null"), with("[1]"),
+                                   std::string(R"({"linux":{"s\u0065ccomp":{"a":1}}})")}) {
+    BundleSpec built = BundleSpec::parse(other, "c");
+    CHECK(cdi::OciSpec::parse(built.text()) == cdi::OciSpec::parse(other));
+  }
+  BundleSpec replaced = BundleSpec::parse(with(R"({"a":1})"), "c");
+  replaced.json()["linux"]["seccomp"] = cdi::OciSpec{{"b", 2}};
+  CHECK(cdi::OciSpec::parse(replaced.text()) == cdi::OciSpec::parse(with(R"({"b":2})")));
+  // A member before linux that holds its name, in a string and as a key.
+  const std::string decoy = R"({"annotations":{"linux":"{\"seccomp\":{}}"},"x":{"linux":{"seccomp":{"c":3}}},)"
+                            R"("linux":{"seccomp":{"d":4}}})";
+  BundleSpec real = BundleSpec::parse(decoy, "c");
+  CHECK(cdi::OciSpec::parse(real.text()) == cdi::OciSpec::parse(decoy));
+  CHECK(real.json()["x"]["linux"]["seccomp"]["c"] == 3); // built: not linux's
+}
+
 namespace {
 // A step that declares a file another step declared too: commit fails half-way.
 class Conflicting final : public Modifier {

@@ -39,6 +39,31 @@ inline std::string reason(const char *what) {
   return text;
 }
 
+[[noreturn]] inline void key_twice(std::string_view key) {
+  throw Error("invalid JSON: the key " + quote(key) + " twice in one object");
+}
+
+// The keys of one object (key_of(item) for each item), compared with the
+// keys before each, or, past a few dozen, sorted (an object may hold
+// thousands of annotations; no hash that chosen keys could make collide).
+template <typename Items, typename KeyOf> void refuse_keys_twice(const Items &items, KeyOf key_of) {
+  constexpr std::size_t kScanned = 32;
+  if (items.size() <= kScanned) {
+    for (std::size_t i = 1; i < items.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        if (key_of(items[j]) == key_of(items[i]))
+          key_twice(key_of(items[i]));
+    return;
+  }
+  std::vector<std::string_view> keys;
+  keys.reserve(items.size());
+  for (const auto &item : items)
+    keys.emplace_back(key_of(item));
+  std::sort(keys.begin(), keys.end());
+  if (auto same = std::adjacent_find(keys.begin(), keys.end()); same != keys.end())
+    key_twice(*same);
+}
+
 template <typename T, typename = void> struct kept_in_a_vector : std::false_type {};
 template <typename T> struct kept_in_a_vector<T, std::void_t<typename T::Container>> : std::true_type {};
 
@@ -122,29 +147,8 @@ private:
     return true;
   }
 
-  [[noreturn]] static void twice(std::string_view key) {
-    throw Error("invalid JSON: the key " + quote(key) + " twice in one object");
-  }
-
-  // Compared with the keys before each, or, past a few dozen, sorted (an
-  // object may hold thousands of annotations; no hash that chosen keys
-  // could make collide).
   static void refuse_keys_twice(const Members &members) {
-    constexpr std::size_t kScanned = 32;
-    if (members.size() <= kScanned) {
-      for (std::size_t i = 1; i < members.size(); ++i)
-        for (std::size_t j = 0; j < i; ++j)
-          if (members[j].first == members[i].first)
-            twice(members[i].first);
-      return;
-    }
-    std::vector<std::string_view> keys;
-    keys.reserve(members.size());
-    for (const auto &member : members)
-      keys.emplace_back(member.first);
-    std::sort(keys.begin(), keys.end());
-    if (auto same = std::adjacent_find(keys.begin(), keys.end()); same != keys.end())
-      twice(*same);
+    json_detail::refuse_keys_twice(members, [](const auto &member) -> std::string_view { return member.first; });
   }
 
   template <typename Object> static void move_members(Members &from, Object &to) {
@@ -173,17 +177,26 @@ private:
 // Refused too: a key given twice in one object (DocumentBuilder), and a
 // NUL byte, which no JSON text holds: nlohmann's parser would take it for the
 // end of the text and ignore what follows.
-template <typename Json = nlohmann::json> Json parse_json(std::string_view text) {
+// With `run`, the events go to the builder through run(builder) (a filter of
+// them around nlohmann's sax_parse of the same text), which returns what
+// sax_parse did.
+template <typename Json, typename Run> Json parse_json(std::string_view text, Run run) {
   if (auto nul = text.find('\0'); nul != std::string_view::npos)
     throw Error("invalid JSON: a NUL byte at offset " + std::to_string(nul));
   json_detail::DocumentBuilder<Json> builder(kMaxJsonDepth);
   try {
-    if (!Json::sax_parse(text.begin(), text.end(), &builder))
+    if (!run(builder))
       throw Error("invalid JSON"); // not reached: the builder throws its reason
   } catch (const nlohmann::json::exception &e) {
     throw Error("invalid JSON: " + json_detail::reason(e.what()));
   }
   return builder.take();
+}
+
+template <typename Json = nlohmann::json> Json parse_json(std::string_view text) {
+  return parse_json<Json>(text, [&](json_detail::DocumentBuilder<Json> &builder) {
+    return Json::sax_parse(text.begin(), text.end(), &builder);
+  });
 }
 
 // Typed access to a member of a JSON object that someone else wrote: the

@@ -33,11 +33,16 @@ public:
   cdi::OciSpec &json() { return doc_; }
   const cdi::OciSpec &json() const { return doc_; }
 
+  // The document as config.json's text.
+  std::string text() const;
   // config.json replaced atomically, with the mode of the file it replaces.
   void save(const std::string &path) const;
 
 private:
   cdi::OciSpec doc_;
+  // A parsed linux.seccomp object stays text (bundle_spec.cpp): in doc_ it
+  // is the string seccomp_placeholder_ until text() puts it back.
+  std::string seccomp_placeholder_, seccomp_text_;
 };
 
 // process.env of an OCI spec: its string entries (none when absent).

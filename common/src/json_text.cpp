@@ -16,7 +16,7 @@ void check_json_depth(std::string_view text, std::size_t max_depth) {
       in_string = true;
     } else if (c == '[' || c == '{') {
       if (++depth > max_depth)
-        throw Error("JSON nested more than " + std::to_string(max_depth) + " levels deep");
+        json_detail::nested_too_deep(max_depth);
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
     }

@@ -103,6 +103,8 @@ std::optional<std::pair<std::size_t, std::size_t>> member_value(std::string_view
 // spelled plainly (with an escape in either: not found, and the member is
 // built like any other); a key given twice is refused by the parse.
 std::optional<std::pair<std::size_t, std::size_t>> seccomp_text(std::string_view t) {
+  if (t.find("\"seccomp\"") == std::string_view::npos) // most configs: no walk
+    return std::nullopt;
   const auto linux_ = member_value(t, 0, "linux");
   if (!linux_)
     return std::nullopt;
@@ -131,9 +133,7 @@ public:
   bool binary(cdi::OciSpec::binary_t &v) { return skipping() || b_.binary(v); }
   bool start_object(std::size_t n) {
     if (skipping() || (depth_ == 2 && in_linux_ && key_ == "seccomp")) {
-      if (depth_ + skipped_keys_.size() == kMaxJsonDepth)
-        throw Error("JSON nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
-      skipped_keys_.emplace_back();
+      open_skipped();
       found_ = true;
       return true;
     }
@@ -147,7 +147,8 @@ public:
       skipped_keys_.back().push_back(std::move(k));
       return true;
     }
-    key_ = k;
+    if (depth_ <= 2) // the top's and linux's: where "linux" and "seccomp" are looked for
+      key_ = k;
     return b_.key(k);
   }
   bool end_object() {
@@ -166,9 +167,7 @@ public:
   }
   bool start_array(std::size_t n) {
     if (skipping()) {
-      if (depth_ + skipped_keys_.size() == kMaxJsonDepth)
-        throw Error("JSON nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
-      skipped_keys_.emplace_back(); // an array's: no keys
+      open_skipped(); // an array's level: no keys
       return true;
     }
     ++depth_;
@@ -191,6 +190,12 @@ public:
 
 private:
   bool skipping() const { return !skipped_keys_.empty(); }
+  // One level more inside the skipped object, within DocumentBuilder's bound.
+  void open_skipped() {
+    if (depth_ + skipped_keys_.size() == kMaxJsonDepth)
+      json_detail::nested_too_deep(kMaxJsonDepth);
+    skipped_keys_.emplace_back();
+  }
 
   Builder &b_;
   std::string placeholder_;

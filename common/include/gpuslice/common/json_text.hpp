@@ -39,6 +39,10 @@ inline std::string reason(const char *what) {
   return text;
 }
 
+[[noreturn]] inline void nested_too_deep(std::size_t max_depth) {
+  throw Error("JSON nested more than " + std::to_string(max_depth) + " levels deep");
+}
+
 [[noreturn]] inline void key_twice(std::string_view key) {
   throw Error("invalid JSON: the key " + quote(key) + " twice in one object");
 }
@@ -129,7 +133,7 @@ private:
 
   bool open(bool object) {
     if (depth_ == max_depth_)
-      throw Error("JSON nested more than " + std::to_string(max_depth_) + " levels deep");
+      nested_too_deep(max_depth_);
     if (depth_ == levels_.size())
       levels_.emplace_back();
     levels_[depth_++].object = object;

@@ -31,6 +31,12 @@ void put_digits(std::string &out, long long value, int width) {
   while (n > 0)
     out += digits[--n];
 }
+
+// The file `program` logs to with target "file", its directory made.
+std::string log_file(const std::string &program, const Options &options) {
+  ::mkdir(options.directory.c_str(), 0755);
+  return options.directory + "/" + program + ".log";
+}
 } // namespace
 
 std::string utc_timestamp(const struct timespec &t) {
@@ -74,8 +80,7 @@ void setup(const std::string &program, const Options &options) {
   std::shared_ptr<spdlog::logger> logger;
   try {
     if (options.target == "file") {
-      ::mkdir(options.directory.c_str(), 0755);
-      logger = spdlog::basic_logger_mt(program, options.directory + "/" + program + ".log");
+      logger = spdlog::basic_logger_mt(program, log_file(program, options));
     } else if (options.target == "syslog") {
       logger = spdlog::syslog_logger_mt(program, program, LOG_PID, LOG_DAEMON);
     }
@@ -95,10 +100,8 @@ void setup(const std::string &program, const Options &options) {
 bool write_info_line(const std::string &program, const Options &options, std::string_view message) {
   if (options.target != "file")
     return false;
-  ::mkdir(options.directory.c_str(), 0755);
   // As spdlog's file sink opens it (fopen "ab").
-  const UniqueFd fd(::open((options.directory + "/" + program + ".log").c_str(),
-                           O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666));
+  const UniqueFd fd(::open(log_file(program, options).c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666));
   if (!fd)
     return false;
   struct timespec now {};

@@ -206,6 +206,18 @@ private:
   bool found_ = false;
 };
 
+// parse_json's document, with linux.seccomp's object (which the text walk
+// found) as `placeholder`.
+cdi::OciSpec parse_with_seccomp_as_text(std::string_view text, const std::string &placeholder) {
+  return parse_json<cdi::OciSpec>(text, [&](json_detail::DocumentBuilder<cdi::OciSpec> &builder) {
+    SeccompAsText sax(builder, placeholder);
+    const bool parsed = cdi::OciSpec::sax_parse(text.begin(), text.end(), &sax);
+    if (parsed && !sax.found()) // not where the text walk found it: never for a text that parses
+      throw Error("linux.seccomp not where it was found in the text");
+    return parsed;
+  });
+}
+
 std::string random_placeholder() {
   unsigned char bytes[16];
   if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes))
@@ -228,25 +240,15 @@ BundleSpec BundleSpec::parse(const std::string &text, const std::string &path) {
     if (text.size() > kMaxBundleConfigSize)
       throw Error("larger than " + std::to_string(kMaxBundleConfigSize) + " bytes");
     const auto seccomp = seccomp_text(text);
-    if (!seccomp) {
-      auto doc = parse_json<cdi::OciSpec>(text);
-      if (!doc.is_object())
-        throw Error("not a JSON object");
-      return BundleSpec(std::move(doc));
-    }
-    std::string placeholder = random_placeholder();
-    auto doc = parse_json<cdi::OciSpec>(text, [&](json_detail::DocumentBuilder<cdi::OciSpec> &builder) {
-      SeccompAsText sax(builder, placeholder);
-      const bool parsed = cdi::OciSpec::sax_parse(text.begin(), text.end(), &sax);
-      if (parsed && !sax.found()) // not where the text walk found it: never for a text that parses
-        throw Error("linux.seccomp not where it was found in the text");
-      return parsed;
-    });
+    std::string placeholder = seccomp ? random_placeholder() : std::string();
+    auto doc = seccomp ? parse_with_seccomp_as_text(text, placeholder) : parse_json<cdi::OciSpec>(text);
     if (!doc.is_object())
       throw Error("not a JSON object");
     BundleSpec spec(std::move(doc));
-    spec.seccomp_placeholder_ = std::move(placeholder);
-    spec.seccomp_text_ = text.substr(seccomp->first, seccomp->second - seccomp->first);
+    if (seccomp) {
+      spec.seccomp_placeholder_ = std::move(placeholder);
+      spec.seccomp_text_ = text.substr(seccomp->first, seccomp->second - seccomp->first);
+    }
     return spec;
   });
 }

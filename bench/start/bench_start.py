@@ -292,11 +292,11 @@ def main() -> int:
                     help="the wrapper's log level (default info, a node's unless its config says otherwise: a "
                          "create with devices writes one line; before 2026-12-06 the bench ran at warn, no line)")
     ap.add_argument("--hot-text", default="", metavar="FILE",
-                    help="time nothing: run one cycle of the wrapper per scenario under valgrind's callgrind (and "
-                         "one under its lackey, for the data it touches) and "
-                         "write the functions they ran and the data they touched to FILE, in the order lld is to lay "
-                         "them out "
-                         "(shim/hot-text.order; bench/start/hot_text.py)")
+                    help="time nothing: run one cycle of the wrapper per scenario single-stepped (step_trace, "
+                         "beside exec_floor), and one under valgrind's lackey for the data it touches (not with "
+                         "limits: valgrind knows no pidfd_open), and write the functions they ran and the data they "
+                         "touched to FILE, in the order lld is to lay them out (shim/hot-text.order; "
+                         "bench/start/hot_text.py)")
     a = ap.parse_args()
 
     wrapper = benchlib.wrapper_as_root(a)
@@ -305,6 +305,9 @@ def main() -> int:
     build = Path(wrapper).resolve().parent.parent
     cli = a.cli or str(build / "cli" / "gpuslice")
     floor = a.floor or str(build / "bench" / "start" / "exec_floor")
+    step_trace = str(build / "bench" / "start" / "step_trace")
+    if a.hot_text and not os.access(step_trace, os.X_OK):
+        raise SystemExit(f"--hot-text: {step_trace} missing (build the benches)")
     if a.hot_text and not shutil.which("valgrind"):
         raise SystemExit("--hot-text: valgrind not found")
     if a.compare and not os.access(a.compare, os.X_OK):
@@ -407,23 +410,21 @@ def main() -> int:
             # id of its own (their lengths alone move runc's work a little).
             slots = [ocitest.Bundle(tmp / f"{sc}-slot{k}", template, rootfs) for k in range(len(runners))]
             if a.hot_text:
-                if sc == "limits":
-                    print("limits: not profiled (valgrind 3.19, Debian 12's, knows no pidfd_open, which the "
-                          "monitor needs)")
-                    continue
-                # A profile dumped as the wrapper execs the runtime too: a
-                # create with devices and no limits ends in an exec, and
-                # what runs before it would go unwritten (callgrind writes
-                # at exit).
-                profiled = ocitest.Runtime("profiled", ["valgrind", "--tool=callgrind", "--demangle=no",
-                                                        "--dump-before=execv",
-                                                        f"--callgrind-out-file={tmp}/callgrind.%p", wrapper],
+                # Each call single-stepped until it execs the runtime (or
+                # exits): its instructions, in the order first run.
+                steps = tmp / f"steps-{sc}"
+                steps.mkdir()
+                profiled = ocitest.Runtime("profiled", [step_trace, str(steps), wrapper],
                                            root, env=wrapped.env, lowlevel=plain)
                 # One cycle first, unprofiled: the profile is of what every
                 # create but a node's first runs (the fast-path record and
                 # the spec cache filled).
                 cycle(wrapped, slots[0], f"bench-{sc}-unprofiled", configs["wrapper"])
                 cycle(profiled, slots[0], f"bench-{sc}-profiled", configs["wrapper"])
+                if sc == "limits":
+                    print("limits: its data not traced (valgrind 3.19, Debian 12's, knows no pidfd_open, which the "
+                          "monitor needs)")
+                    continue
                 # And the data it touches (lackey, a line per access: ~0.5 GB
                 # for a create, on the work dir's tmpfs for a moment).
                 traced = ocitest.Runtime("traced", ["valgrind", "--tool=lackey", "--trace-mem=yes",
@@ -509,7 +510,11 @@ def main() -> int:
         for i in range(a.node_containers):
             wrapped.delete(f"{NODE_PREFIX}{i}", force=True)
         if a.hot_text:
-            functions, data = hot_text.write_order(sorted(tmp.glob("callgrind.*")), sorted(tmp.glob("lackey.*")),
+            # A create with devices first, all of it together; then what a
+            # create with limits runs besides; then the fast path's calls.
+            traces = [t for sc in ("devices", "limits", "none")
+                      for t in hot_text.largest_first((tmp / f"steps-{sc}").glob("*"))]
+            functions, data = hot_text.write_order(traces, hot_text.largest_first(tmp.glob("lackey.*")),
                                                    wrapper, Path(a.hot_text),
                                                    shlex.join(["bench/start/bench_start.py", *sys.argv[1:]]))
             print(f"{a.hot_text}: {functions} functions, {data} data objects")

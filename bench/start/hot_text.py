@@ -7,12 +7,14 @@ is a page fault (the kernel maps the window around it), about 5 us each on
 a small VM. A GPU container's create runs ~640 KB of code spread over 33
 such windows; packed together, it faults in 13.
 
-The functions are what valgrind's callgrind saw run, under the names the
-binary's symbol table gives them, plus what callgrind cannot see as such:
-glibc's start-up (callgrind's "(below main)"), every CPU variant of the
-string functions it saw one variant of (glibc picks one per CPU at start-up,
-and valgrind's emulated CPU is not the node's), and what runs only outside
-valgrind (_UNSEEN).
+The functions are those a create, start and delete ran, single-stepped
+(step_trace.c: the real run, on the host's CPU, with its vDSO, and a create
+with limits too, which valgrind could not run), in the order first run,
+under the names the binary's symbol table gives them. After them come the
+other CPU variants of each string function they ran (glibc picks one per
+CPU at start-up, and the node's CPU is not the bench host's), grouped by
+instruction set so that those one CPU picks lie together, and what a node's
+create runs but the bench's does not (_UNSEEN).
 
 After them come the small data and bss objects that a create touches, as
 valgrind's lackey saw its loads and stores: a first write to a data or bss
@@ -27,32 +29,13 @@ import re
 import subprocess
 from pathlib import Path
 
-# A name in callgrind's output: "fn=(id) name" the first time, "fn=(id)" after.
-_FUNCTION = re.compile(r"^c?fn=\(\d+\) (.+)$")
-# Callgrind's suffix for a function's recursion levels: name'2.
-_RECURSION = re.compile(r"'\d+$")
-# glibc's CPU variants of a string function: __memmove_avx512_unaligned_erms.
-_VARIANT = re.compile(r"^(__[a-z0-9]+?)_(?:sse2|ssse3|sse4_1|sse4_2|avx|avx2|avx512|evex|erms)(?:_|$)")
-_BELOW_MAIN = {"(below main)": ["__libc_start_main_impl", "__libc_start_main"]}
-# What a create runs on a node but not under valgrind, found from the page
-# faults of real creates (docs/start-overhead.md). Valgrind 3.19 knows no
-# pidfd_open, so under it the runtime runs runc as a child instead of
-# exec'ing it beside the init recorder: the recorder's set-up, the state
-# dir's code it uses and the exec go unseen. Nor does valgrind give the
-# program a vDSO, whose symbols glibc's start-up otherwise looks up.
-_UNSEEN = re.compile(
-    r"^(?:_ZN8gpuslice5state"
-    r"|_ZNK8gpuslice4shim11CommandLine17with_global_flags"
-    r"|_ZN8gpuslice4shim19exec_recording_init"
-    r"|_ZN8gpuslice4shim12_GLOBAL__N_120record_after_runtime"
-    r"|_ZNSt22_Optional_payload_baseIN8gpuslice4shim14PendingMonitorEE14_M_move_assign"
-    r"|_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE9_M_assignERKS4_$"
-    r"|_ZNSt6vectorINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEESaIS5_EEC2ESt16initializer_listIS5_"
-    r"|_dl_new_object$|_dl_setup_hash$|_dl_lookup_symbol_x$"
-    # A node's spec names its device nodes by path alone (nvidia-ctk's do);
-    # the bench's fake GPU gives their numbers, so the create never looks.
-    r"|_ZN8gpuslice3cdi15lstat_host_node|_ZNSt17_Function_handlerIFN8gpuslice3cdi8HostNode"
-    r"|(?:__)?mmap(?:64)?$|(?:__)?flock$|(?:__)?execve?$|_start$)")
+# glibc's CPU variants of a string function: __memmove_avx512_unaligned_erms;
+# the function's name, then the instruction set.
+_VARIANT = re.compile(r"^(__[a-z0-9]+?)_((?:sse2|ssse3|sse4_1|sse4_2|avx|avx2|avx512|evex|erms)(?:_.*)?)$")
+# What a node's create runs but the bench's does not: a node's spec names
+# its device nodes by path alone (nvidia-ctk's do); the bench's fake GPU
+# gives their numbers, so the create never looks.
+_UNSEEN = re.compile(r"^(?:_ZN8gpuslice3cdi15lstat_host_node|_ZNSt17_Function_handlerIFN8gpuslice3cdi8HostNode)")
 
 
 # The fast path's functions (shim/fast_path/: fast_path.c, startup_pages.c
@@ -89,30 +72,86 @@ FAULT_AROUND = 65536
 DATA_END_MARKERS = ["gpuslice_hot_relro_end", "gpuslice_hot_bss_end"]
 
 
-def executed_functions(callgrind_out: Path) -> list[str]:
-    """The functions a callgrind output (run with --demangle=no) saw run,
-    in the order it first names them."""
+def largest_first(paths) -> list[Path]:
+    """The profiles, the largest first (of a scenario's, its create: the
+    calls the fast path takes exec the runtime after a few pages of text)."""
+    return sorted(paths, key=lambda p: (-p.stat().st_size, p.name))
+
+
+def traced_functions(trace: Path, binary: str) -> list[str]:
+    """The functions of `binary` whose code a step_trace output (an
+    address a line, in the order first run) ran, in the order first run,
+    each under all its names (an alias too: glibc's __memcpy_ssse3 is its
+    __memmove_ssse3). An address outside the binary's .text names nothing:
+    the vDSO, another program, and what the link cannot move (`_init` in
+    .init, the IFUNC slots glibc's static start-up calls, named after the
+    function: strcmp). The binary must not be position-independent: the
+    addresses are the ones it was linked at."""
+    header = subprocess.run(["readelf", "-hSW", binary], capture_output=True, text=True, check=True).stdout
+    if not re.search(r"^\s*Type:\s+EXEC\b", header, re.M):
+        raise ValueError(f"{binary} is position-independent: its traced addresses are not its symbols'")
+    # [ 8] .text PROGBITS 0000000000290000 090000 254b51 ...
+    text = re.search(r"\]\s+\.text\s+\S+\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)", header)
+    if not text:
+        raise ValueError(f"{binary} has no .text")
+    low, high = int(text.group(1), 16), int(text.group(1), 16) + int(text.group(2), 16)
+    by_address: dict[int, list[str]] = {}
+    sizes: dict[int, int] = {}
+    for name, address, size in all_function_symbols(binary):
+        if not low <= address < high:
+            continue
+        if name not in by_address.setdefault(address, []):
+            by_address[address].append(name)
+        sizes[address] = max(sizes.get(address, 0), size)
+    starts = sorted(by_address)
+    # A function that states no size (some of glibc's assembly) runs to the next.
+    ends = [a + sizes[a] if sizes[a] else (starts[k + 1] if k + 1 < len(starts) else a + 1)
+            for k, a in enumerate(starts)]
     seen: dict[str, None] = {}
-    for line in callgrind_out.read_text(errors="replace").splitlines():
-        m = _FUNCTION.match(line)
-        if m:
-            name = _RECURSION.sub("", m.group(1))
-            for n in _BELOW_MAIN.get(name, [name]):
-                seen.setdefault(n, None)
+    last = -1
+    for line in trace.read_text().split():
+        address = int(line, 16)
+        k = bisect.bisect_right(starts, address) - 1
+        if k < 0 or address >= ends[k] or k == last:
+            continue
+        last = k
+        seen.update((n, None) for n in by_address[starts[k]])
     return list(seen)
 
 
+def all_function_symbols(binary: str) -> list[tuple[str, int, int]]:
+    """The binary's function symbols, in nm's order: name, address and size
+    (0 for one that states none, as some of glibc's assembly does). A name
+    can come more than once: a local function of that name in each of
+    several objects (a template instantiated for a type of an anonymous
+    namespace)."""
+    return [(name, address, size or 0) for name, address, size, kind in _symbols(binary) if kind in "tTiW"]
+
+
 def function_symbols(binary: str) -> dict[str, tuple[int, int]]:
-    """The binary's function symbols, in nm's order: address and size (0
-    for one that states none, as some of glibc's assembly does)."""
+    """The binary's function symbols by name: address and size (of the
+    first, for a name that comes more than once)."""
+    return _first_of_each_name(all_function_symbols(binary))
+
+
+def _symbols(binary: str) -> list[tuple[str, int, int | None, str]]:
+    """nm's defined symbols: name, address, size (None where it states
+    none) and nm's letter for the kind."""
     out = subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True, text=True, check=True).stdout
-    symbols: dict[str, tuple[int, int]] = {}
+    symbols = []
     for f in (line.split() for line in out.splitlines()):
-        if len(f) == 3:
-            f.insert(1, "0")
-        if len(f) == 4 and f[2] in "tTiW":
-            symbols.setdefault(f[3], (int(f[0], 16), int(f[1], 16)))
+        if len(f) == 4:
+            symbols.append((f[3], int(f[0], 16), int(f[1], 16), f[2]))
+        elif len(f) == 3:
+            symbols.append((f[2], int(f[0], 16), None, f[1]))
     return symbols
+
+
+def _first_of_each_name(symbols: list[tuple[str, int, int]]) -> dict[str, tuple[int, int]]:
+    by_name: dict[str, tuple[int, int]] = {}
+    for name, address, size in symbols:
+        by_name.setdefault(name, (address, size))
+    return by_name
 
 
 def writable_segments(binary: str) -> list[tuple[int, int]]:
@@ -126,26 +165,28 @@ def writable_segments(binary: str) -> list[tuple[int, int]]:
     return segments
 
 
-def data_symbols(binary: str) -> dict[str, tuple[int, int]]:
-    """The binary's data and bss objects: address and size. (Not its
-    thread-local ones, whose "address" is an offset in each thread's
-    block.)"""
-    out = subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True, text=True, check=True).stdout
+def all_data_symbols(binary: str) -> list[tuple[str, int, int]]:
+    """The binary's data and bss objects: name, address and size, a name
+    more than once where several objects have a local one of that name.
+    (Not its thread-local ones, whose "address" is an offset in each
+    thread's block.)"""
     segments = writable_segments(binary)
-    symbols: dict[str, tuple[int, int]] = {}
-    for f in (line.split() for line in out.splitlines()):
-        if len(f) == 4 and f[2] in "dDbBvVu":  # u: libstdc++'s unique guard variables
-            address = int(f[0], 16)
-            if any(start <= address < end for start, end in segments):
-                symbols.setdefault(f[3], (address, int(f[1], 16)))
-    return symbols
+    return [(name, address, size) for name, address, size, kind in _symbols(binary)
+            # u: libstdc++'s unique guard variables
+            if kind in "dDbBvVu" and size is not None and any(start <= address < end for start, end in segments)]
+
+
+def data_symbols(binary: str) -> dict[str, tuple[int, int]]:
+    """The binary's data and bss objects by name: address and size (of the
+    first, for a name that comes more than once)."""
+    return _first_of_each_name(all_data_symbols(binary))
 
 
 def touched_data(lackey_outputs: list[Path], binary: str) -> list[str]:
     """The data and bss objects of at most _MAX_HOT_DATA bytes that lackey's
     outputs (--trace-mem=yes) saw read or written, in the order first
     touched, then those of _UNSEEN_DATA the binary has."""
-    objects = sorted((a, a + max(size, 1), name) for name, (a, size) in data_symbols(binary).items()
+    objects = sorted((a, a + max(size, 1), name) for name, a, size in all_data_symbols(binary)
                      if size <= _MAX_HOT_DATA)
     starts = [a for a, _, _ in objects]
     low, high = (objects[0][0], objects[-1][1]) if objects else (0, 0)
@@ -171,11 +212,11 @@ def touched_data(lackey_outputs: list[Path], binary: str) -> list[str]:
 
 def ordering(executed: list[str], binary: str) -> list[str]:
     """The entry's start marker, the fast path's functions and read-only
-    object, then `executed`,
-    less what the binary does not define, each string function followed by
-    its resolver and all its CPU variants (a resolver seen alone brings its
-    function's too), then what _UNSEEN names, and the entry's text marker
-    last."""
+    object, then `executed`, less what the binary does not define; then
+    every other CPU variant of the string functions among them (a variant
+    or a resolver, strcmp_ifunc, names its function), grouped by
+    instruction set (all the evex ones together, ...: a node's CPU picks
+    one set); then what _UNSEEN names, and the entry's text marker last."""
     defined = function_symbols(binary)
     variants: dict[str, list[str]] = {}
     for s in defined:
@@ -187,14 +228,15 @@ def ordering(executed: list[str], binary: str) -> list[str]:
     order: dict[str, None] = {TEXT_START_MARKER: None}
     order.update((n, None) for n in defined if _FAST_PATH.match(n))
     order.update((n, None) for n in _FAST_PATH_RODATA)
+    families: dict[str, None] = {}
     for name in executed:
+        if name in defined:
+            order.setdefault(name, None)
         m = _VARIANT.match(name)
-        # glibc ran strcmp_ifunc: strcmp runs, in one variant or another
-        family = m.group(1) if m else "__" + name.removesuffix("_ifunc").lstrip("_")
-        # strcmp as callgrind names it: its resolver, and the variant picked
-        for n in [name, name + "_ifunc", *variants.get(family, [])]:
-            if n in defined:
-                order.setdefault(n, None)
+        families.setdefault(m.group(1) if m else "__" + name.removesuffix("_ifunc").lstrip("_"), None)
+    others = [v for f in families for v in variants.get(f, []) if v not in order]
+    # by instruction set, then whatever follows it (_unaligned_erms, _rtm)
+    order.update((v, None) for v in sorted(others, key=lambda v: (_VARIANT.match(v).group(2), v)))
     for n in defined:
         if _UNSEEN.match(n):
             order.setdefault(n, None)
@@ -202,22 +244,19 @@ def ordering(executed: list[str], binary: str) -> list[str]:
     return list(order) + ([TEXT_END_MARKER] if TEXT_END_MARKER in defined else [])
 
 
-def write_order(outputs: list[Path], lackey_outputs: list[Path], binary: str, path: Path,
+def write_order(traces: list[Path], lackey_outputs: list[Path], binary: str, path: Path,
                 command: str) -> tuple[int, int]:
-    """Writes the ordering file from callgrind's and lackey's outputs; the
-    number of functions and of data objects in it."""
-    # The largest profile first (a create with devices: the calls the fast
-    # path takes exec the runtime before valgrind writes much, if anything),
-    # so that what a create with devices runs and touches lies together.
-    def largest_first(paths: list[Path]) -> list[Path]:
-        return sorted(paths, key=lambda p: (-p.stat().st_size, p.name))
-
+    """Writes the ordering file from step_trace's outputs (their functions
+    in the order given: what the first ran lies together first, with what
+    _UNSEEN names) and lackey's; the number of functions and of data
+    objects in it."""
     executed: dict[str, None] = {}
-    for out in largest_first(outputs):
-        for name in executed_functions(out):
-            executed.setdefault(name, None)
+    for k, trace in enumerate(traces):
+        executed.update((n, None) for n in traced_functions(trace, binary))
+        if k == 0:  # with the first: what a node's create runs besides
+            executed.update((n, None) for n in function_symbols(binary) if _UNSEEN.match(n))
     order = ordering(list(executed), binary)
-    data = touched_data(largest_first(lackey_outputs), binary)
+    data = touched_data(lackey_outputs, binary)
     data = [n for n in data if n not in DATA_END_MARKERS] + DATA_END_MARKERS
     path.write_text(f"# gpuslice-runtime's start-up functions, first in its text (bench/start/hot_text.py).\n"
                     f"# Written by: {command}\n" + "".join(f"{n}\n" for n in order) +

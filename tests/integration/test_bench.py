@@ -91,39 +91,98 @@ def test_bench_breach_prints_the_delay_to_the_kill(request, test_tmp):
                      out, re.M), out
 
 
-def test_hot_text_order_names_what_callgrind_saw_as_the_binary_names_it(request, test_tmp):
-    """bench/start/hot_text.py: callgrind's names become the binary's own
-    (its "(below main)" is glibc's __libc_start_main_impl), a string
-    function brings every CPU variant of it, recursion marks go, what the
-    binary does not define is left out, and what valgrind cannot run is in."""
+def built(request, *path: str) -> Path:
+    """A program of the build gpuslice-runtime is in (build/shim/..)."""
+    return Path(gpuslice_path(request.config)).resolve().parents[1].joinpath(*path)
+
+
+def test_step_trace_traces_a_program_until_it_execs_another_and_exits_as_that_does(request, test_tmp):
+    """bench/start/step_trace: the distinct instructions a program ran, in
+    the order first run, until it execs another: exec_floor (static) execs
+    sh, which exits 7. The trace is exec_floor's alone, from its start-up
+    to its execve, and step_trace exits 7."""
+    sys.path.insert(0, str(BENCH / "start"))
+    import hot_text
+    step_trace, floor = built(request, "bench", "start", "step_trace"), built(request, "bench", "start", "exec_floor")
+    traces = test_tmp / "traces"
+    traces.mkdir(parents=True)
+    p = subprocess.run([step_trace, traces, floor, "-c", "exit 7"], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, GPUSLICE_FLOOR_RUNTIME="/bin/sh"))
+    assert p.returncode == 7, p.stderr
+    [trace] = list(traces.iterdir())
+    addresses = [int(a, 16) for a in trace.read_text().split()]
+    assert len(addresses) == len(set(addresses)) > 100, len(addresses)
+    functions = hot_text.traced_functions(trace, str(floor))
+    assert functions.index("_start") < functions.index("main") < functions.index("execve"), functions
+    # Nothing of sh (position-independent, far above a static binary's
+    # text), which a trace that went on past the exec would be mostly.
+    symbols = [a for _, a, _ in hot_text.all_function_symbols(str(floor))]
+    inside = [a for a in addresses if min(symbols) <= a <= max(symbols)]
+    assert len(inside) >= 0.95 * len(addresses), (len(inside), len(addresses))
+
+
+def test_step_trace_passes_signals_on_and_says_why_a_program_did_not_start(request, test_tmp):
+    """A signal the traced program gets reaches it (sh's trap runs); one
+    that kills it gives 128 + its number, as a shell says; a program that
+    cannot be executed, 127 and why."""
+    step_trace = built(request, "bench", "start", "step_trace")
+    traces = test_tmp / "traces"
+    traces.mkdir(parents=True)
+
+    def traced(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([step_trace, traces, *argv], capture_output=True, text=True, timeout=120)
+
+    assert traced("/bin/sh", "-c", "trap 'exit 5' USR1; kill -USR1 $$; exit 9").returncode == 5
+    assert traced("/bin/sh", "-c", "kill -TERM $$").returncode == 128 + 15
+    p = traced(str(test_tmp / "none"))
+    assert p.returncode == 127 and "cannot execute" in p.stderr and "No such file" in p.stderr, p.stderr
+    assert traced("/bin/sh").returncode == 0  # stdin is empty: a shell that reads nothing
+    p = subprocess.run([step_trace], capture_output=True, text=True)
+    assert p.returncode == 2 and "usage: step_trace DIR PROGRAM" in p.stderr, p.stderr
+
+
+def test_hot_text_order_lays_out_what_the_trace_ran_then_the_other_cpu_variants(request, test_tmp):
+    """bench/start/hot_text.py: a trace's addresses become the binary's
+    function names, in the order first run (an address outside its .text,
+    the vDSO's or `_init`'s, names nothing; a local function named as
+    others are, the copy that ran); the fast path comes first, then what
+    ran, then the other CPU variants of each string function that ran,
+    grouped by instruction set (a node's CPU picks one set), then what
+    _UNSEEN names, and the entry's end marker last."""
     sys.path.insert(0, str(BENCH / "start"))
     import hot_text
     runtime = gpuslice_path(request.config)
+    where = hot_text.function_symbols(runtime)
+    copies: dict[str, list[int]] = {}
+    for name, address, _ in hot_text.all_function_symbols(runtime):
+        copies.setdefault(name, []).append(address)
+    repeated = next(n for n, a in copies.items() if len(set(a)) > 1 and n.startswith("_Z") and "cold" not in n)
+    second = sorted(set(copies[repeated]))[1]
     test_tmp.mkdir(exist_ok=True)
-    out = test_tmp / "callgrind.1"
-    out.write_text("events: Ir\nfn=(1) (below main)\n0 1\nfn=(2) gpuslice_runtime_entry\n0 1\n"
-                   "cfn=(3) __memchr_avx2\ncalls=1 0\n0 1\nfn=(4) main'2\n0 1\nfn=(5) not_in_any_binary\n0 1\n"
-                   "fn=(2)\n0 1\n")
-    executed = hot_text.executed_functions(out)
-    assert executed == ["__libc_start_main_impl", "__libc_start_main", "gpuslice_runtime_entry", "__memchr_avx2",
-                        "main", "not_in_any_binary"]
+    trace = test_tmp / "steps.1"
+    trace.write_text("".join(f"{a:x}\n" for a in [
+        where["main"][0], where["main"][0] + 1, where["__memchr_evex"][0], 0x7ffc12345000, where["_init"][0],
+        where["strlen_ifunc"][0] if "strlen_ifunc" in where else where["__strlen_sse2"][0], second]))
+    executed = hot_text.traced_functions(trace, runtime)
+    assert executed[:2] == ["main", "__memchr_evex"] and repeated == executed[-1], executed
+    assert "_init" not in executed
     order = hot_text.ordering(executed, runtime)
-    # the entry's start marker, the fast path's functions and its read-only
-    # object first, then what callgrind saw, the entry's end marker last
     assert order[0] == hot_text.TEXT_START_MARKER, order
     first = [n for n in order if hot_text._FAST_PATH.match(n) or n in hot_text._FAST_PATH_RODATA]
     assert order[1:1 + len(first)] == first and "gpuslice_runtime_entry" in first and "try_fast_path" in first, order
-    assert order[1 + len(first)] == "__libc_start_main_impl" and "main" in order, order
+    ran = order[1 + len(first):1 + len(first) + len(executed)]
+    assert ran == executed, ran
+    variants = order[1 + len(first) + len(executed):]
+    # every other variant of memchr and strlen, each instruction set's together
+    for family in ("__memchr_", "__strlen_"):
+        assert {"sse2", "avx2", "evex"} <= {n.removeprefix(family).split("_")[0] for n in variants
+                                            if n.startswith(family)}, variants
+    assert "__memchr_evex" not in variants
+    isa = [hot_text._VARIANT.match(n).group(2) for n in variants if hot_text._VARIANT.match(n)]
+    assert isa == sorted(isa), isa
+    assert any(hot_text._UNSEEN.match(n) for n in variants), variants
     assert order[-1] == hot_text.TEXT_END_MARKER and order.count(hot_text.TEXT_END_MARKER) == 1, order
-    memchr = [n for n in order if n.startswith("__memchr_")]
-    assert "__memchr_avx2" in memchr and "__memchr_evex" in memchr and "__memchr_sse2" in memchr, order
-    assert "not_in_any_binary" not in order
-    # a resolver seen alone brings its function's variants, and what runs
-    # only outside valgrind (the init recorder's set-up) is there unseen
-    order = hot_text.ordering(["strcmp_ifunc"], runtime)
-    assert "strcmp_ifunc" in order and "__strcmp_evex" in order and "__strcmp_sse2" in order, order
     assert "strcmp" not in order  # glibc's PLT slot for it, not in .text
-    assert any("lock_container_dir" in n for n in order) and "execve" in order, order
 
 
 def test_hot_text_order_lists_the_small_data_a_create_touches_after_the_functions(request, test_tmp):
@@ -155,12 +214,12 @@ def test_hot_text_order_lists_the_small_data_a_create_touches_after_the_function
     unseen = [n for n in hot_text._UNSEEN_DATA if n in data]
     assert touched == ["tunable_list", "main_arena", "_dl_pagesize", *unseen], touched
 
-    callgrind = test_tmp / "callgrind.1"
-    callgrind.write_text("events: Ir\nfn=(1) gpuslice_runtime_entry\n0 1\nfn=(2) main\n0 1\n")
+    trace = test_tmp / "steps.1"
+    trace.write_text(f"{hot_text.function_symbols(runtime)['main'][0]:x}\n")
     order_file = test_tmp / "hot.order"
-    functions, objects = hot_text.write_order([callgrind], [lackey], runtime, order_file, "a test")
+    functions, objects = hot_text.write_order([trace], [lackey], runtime, order_file, "a test")
     lines = [n for n in order_file.read_text().splitlines() if not n.startswith("#")]
-    assert lines[:functions] == hot_text.ordering(["gpuslice_runtime_entry", "main"], runtime)
+    assert lines[:functions] == hot_text.ordering(["main"], runtime)
     assert lines[functions:] == touched + hot_text.DATA_END_MARKERS and objects == len(touched) + 2
     # the committed list's data does not count against its functions
     committed = Path(__file__).resolve().parents[2] / "shim" / "hot-text.order"

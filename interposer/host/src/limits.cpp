@@ -17,7 +17,6 @@ extern "C" {
 
 #include <charconv>
 #include <cmath>
-#include <sstream>
 
 namespace gpuslice::sharing {
 
@@ -109,33 +108,38 @@ void apply_compute(Limits &limits, int percent, Policy policy) {
   }
 }
 
+// Built as a string, not in a std::ostringstream: the stream would set up
+// the C++ locale (all of its facets: a dozen pages of code and data, and
+// three page faults), which nothing else in a create does.
 std::string render_limits(const Limits &limits) {
-  std::ostringstream o;
-  o << GS_LIMITS_HEADER << "\n";
+  std::string o = GS_LIMITS_HEADER "\n";
   if (limits.devices.size() > GS_LIMITS_MAX_ENTRIES)
     throw Error("too many device limits (at most " + std::to_string(GS_LIMITS_MAX_ENTRIES) + ")");
   for (const auto &d : limits.devices) {
     if (!valid_key(d.key))
       throw Error("device " + gpuslice::quote(d.key) + " is not \"*\", an ordinal or a GPU UUID");
-    o << "device " << d.key;
+    o += "device ";
+    o += d.key;
     if (d.memory)
-      o << " memory " << *d.memory;
+      o += " memory " + std::to_string(*d.memory);
     if (d.compute) {
       if (*d.compute < 0 || *d.compute > 100)
         throw Error("compute limit of device " + gpuslice::quote(d.key) + " is not between 0 and 100");
-      o << " compute " << *d.compute;
+      o += " compute " + std::to_string(*d.compute);
     }
-    if (d.policy)
-      o << " policy " << policy_name(*d.policy);
-    o << "\n";
+    if (d.policy) {
+      o += " policy ";
+      o += policy_name(*d.policy);
+    }
+    o += '\n';
   }
   if (!limits.activity.empty()) {
     if (limits.activity.front() != '/' || limits.activity.size() >= 256 ||
         limits.activity.find_first_of(" \t\n") != std::string::npos)
       throw Error("activity file " + gpuslice::quote(limits.activity) + " must be an absolute path without blanks");
-    o << "activity " << limits.activity << "\n";
+    o += "activity " + limits.activity + "\n";
   }
-  return o.str();
+  return o;
 }
 
 void write_limits_file(const std::string &path, const Limits &limits) {

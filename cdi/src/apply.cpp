@@ -84,12 +84,14 @@ void apply_env(OciSpec &oci, const std::vector<std::string> &env) {
   }
 }
 
+} // namespace
+
 // Fills type, major/minor and mode from the host node when the spec left them
 // out, as the reference does: a node is complete with a type and a non-zero
 // major (or type p). A complete node still takes the host node's mode when
 // the spec gave none (the reference since 1.1.0: runc would make it 0666),
 // and needs no host node.
-DeviceNode complete(const DeviceNode &in, const HostNodeLookup &lookup) {
+DeviceNode complete_device_node(const DeviceNode &in, const HostNodeLookup &lookup) {
   DeviceNode d = in;
   if (d.host_path.empty())
     d.host_path = d.path;
@@ -120,6 +122,31 @@ DeviceNode complete(const DeviceNode &in, const HostNodeLookup &lookup) {
   }
   return d;
 }
+
+OciSpec mount_object(const Mount &m) {
+  OciSpec om = OciSpec::object();
+  om["destination"] = m.container_path;
+  if (!m.type.empty())
+    om["type"] = m.type;
+  om["source"] = m.host_path;
+  if (!m.options.empty())
+    om["options"] = m.options;
+  return om;
+}
+
+OciSpec hook_object(const Hook &h) {
+  OciSpec oh = OciSpec::object();
+  oh["path"] = h.path;
+  if (!h.args.empty())
+    oh["args"] = h.args;
+  if (!h.env.empty())
+    oh["env"] = h.env;
+  if (h.timeout)
+    oh["timeout"] = *h.timeout;
+  return oh;
+}
+
+namespace {
 
 // The same field in both, a missing one equal to `absent` (Go's omitempty
 // leaves out what gpuslice writes as empty, and the reverse).
@@ -215,14 +242,7 @@ void apply_mounts(OciSpec &oci, const std::vector<Mount> &mounts) {
         break;
       }
     }
-    OciSpec om = OciSpec::object();
-    om["destination"] = m.container_path;
-    if (!m.type.empty())
-      om["type"] = m.type;
-    om["source"] = m.host_path;
-    if (!m.options.empty())
-      om["options"] = m.options;
-    list.push_back(std::move(om));
+    list.push_back(mount_object(m));
   }
   // Parents before children: stable sort by the depth of the destination.
   std::vector<std::pair<std::size_t, OciSpec>> keyed;
@@ -253,14 +273,7 @@ void apply_hooks(OciSpec &oci, const std::vector<Hook> &hooks) {
   OciSpec &stages = object_at(oci, "hooks", "hooks");
   const OciSpec before = stages; // a spec listing a hook twice still gets it twice
   for (const auto &h : hooks) {
-    OciSpec oh = OciSpec::object();
-    oh["path"] = h.path;
-    if (!h.args.empty())
-      oh["args"] = h.args;
-    if (!h.env.empty())
-      oh["env"] = h.env;
-    if (h.timeout)
-      oh["timeout"] = *h.timeout;
+    OciSpec oh = hook_object(h);
     const std::string where = "hooks." + h.hook_name;
     OciSpec &stage = array_at(stages, h.hook_name.c_str(), where.c_str());
     if (!had_hook(before, h.hook_name, oh))
@@ -330,7 +343,7 @@ void apply_edits(OciSpec &oci, const ContainerEdits &edits, const HostNodeLookup
   std::vector<DeviceNode> nodes;
   nodes.reserve(edits.device_nodes.size());
   for (const auto &d : edits.device_nodes)
-    nodes.push_back(complete(d, lookup));
+    nodes.push_back(complete_device_node(d, lookup));
   apply_env(oci, edits.env);
   apply_device_nodes(oci, nodes);
   apply_net_devices(oci, edits.net_devices);

@@ -17,6 +17,8 @@
 #include "gpuslice/common/log.hpp"
 #include "gpuslice/shim/bundle.hpp"
 #include "gpuslice/shim/command_line.hpp"
+#include "gpuslice/shim/create_plan.hpp"
+#include "gpuslice/common/build_id.hpp"
 #include "gpuslice/shim/exec_env.hpp"
 #include "gpuslice/shim/fast_path_record.hpp"
 #include "gpuslice/shim/heap_pages.hpp"
@@ -31,6 +33,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <ctime>
 #include <unistd.h>
 #include <cstring>
 
@@ -79,6 +82,24 @@ public:
 private:
   std::optional<std::string> bundle_;
 };
+
+// What the next create of the same devices needs to be the entry's alone
+// (shim/create_plan.hpp). Best effort: without it the full program runs.
+void save_create_plan(const shim::CreatePlanFacts &facts, const std::string &config_file,
+                      const std::optional<std::string> &config_text, const Config &config) {
+  std::string log_file;
+  if (log::keeps(config.log, "info")) {
+    if (config.log.target != "file")
+      return; // a line to syslog or stderr: spdlog's
+    log_file = log::file_path("gpuslice-runtime", config.log);
+  }
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const auto text = shim::create_plan_text(facts, {own_build_id(), config_file, config_text, log_file},
+                                           cdi::lstat_host_node, now);
+  if (text)
+    shim::save_create_plan(config_file, facts.devices, *text);
+}
 
 } // namespace
 
@@ -216,6 +237,8 @@ int run(shim::CommandLine &cl) {
 
   try {
     if (cl.verb == "create" && edit.written && !edit.shared) { // no limits: nothing to wait for
+      if (edit.fast_create)
+        save_create_plan(*edit.fast_create, config_file, config_text, config);
       tidying.now();
       shim::exec_create(runtime, cl, config, std::move(edit.state_dir));
     }

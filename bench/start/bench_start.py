@@ -78,11 +78,22 @@ import ocitest  # noqa: E402
 
 TARGETS = {"none": 1.03, "devices": 1.05, "limits": 1.10}
 ANNOTATION = "cdi.k8s.io/gpuslice-bench"
+# Where the full program leaves the plans of creates the entry does
+# (shim/fast_path/create_plan.h), each named by fnv1a of its config path and devices.
+PLAN_DIR = Path("/run/gpuslice/runtime-create-plans")
 LIMITED_KIND = "gpuslice-bench.example/gpu"
 FAKE_GPU0 = "GPU-facea2a3-a4a5-a6a7-a8a9-aaabacadae00"  # the one GPU the build's fake NVML lists
 
 
 PHASES = ("create", "start", "wait", "delete")
+
+
+def fnv1a(text: str) -> str:
+    """FNV-1a 64 of text's bytes, 16 hex digits (shim/fast_path/create_plan.c's gpuslice_fp_digest)."""
+    h = 0xcbf29ce484222325
+    for b in text.encode():
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
 
 
 def exited_well(rt: ocitest.Runtime, cid: str, rc: int, out: Path) -> None:
@@ -420,6 +431,22 @@ def main() -> int:
                 # create but a node's first runs (the fast-path record and
                 # the spec cache filled).
                 cycle(wrapped, slots[0], f"bench-{sc}-unprofiled", configs["wrapper"])
+                if sc == "devices":
+                    # A create with devices is the entry's once the full
+                    # program left a plan (shim/create_plan.hpp): the full
+                    # program's create profiled first (no plan), then the
+                    # entry's (a plan made once the spec files are over two
+                    # seconds old).
+                    full_steps = tmp / "steps-devices-full"
+                    full_steps.mkdir()
+                    plan = PLAN_DIR / ("create-" + fnv1a(wrapped.env["GPUSLICE_CONFIG"] + "\n" + devices))
+                    plan.unlink(missing_ok=True)
+                    cycle(ocitest.Runtime("profiled", [step_trace, str(full_steps), wrapper], root, env=wrapped.env,
+                                          lowlevel=plain), slots[0], f"bench-{sc}-profiled-full", configs["wrapper"])
+                    time.sleep(max(0.0, gpu.spec_file.stat().st_ctime + 2.1 - time.time()))
+                    cycle(wrapped, slots[0], f"bench-{sc}-planned", configs["wrapper"])
+                    if not plan.exists():
+                        raise SystemExit(f"--hot-text: no plan {plan} for the entry's create with devices")
                 cycle(profiled, slots[0], f"bench-{sc}-profiled", configs["wrapper"])
                 if sc == "limits":
                     print("limits: its data not traced (valgrind 3.19, Debian 12's, knows no pidfd_open, which the "
@@ -510,9 +537,10 @@ def main() -> int:
         for i in range(a.node_containers):
             wrapped.delete(f"{NODE_PREFIX}{i}", force=True)
         if a.hot_text:
-            # A create with devices first, all of it together; then what a
-            # create with limits runs besides; then the fast path's calls.
-            traces = [t for sc in ("devices", "limits", "none")
+            # A create with devices first, all of it together (the entry's,
+            # then the full program's); then what a create with limits runs
+            # besides; then the fast path's calls.
+            traces = [t for sc in ("devices", "devices-full", "limits", "none")
                       for t in hot_text.largest_first((tmp / f"steps-{sc}").glob("*"))]
             functions, data = hot_text.write_order(traces, hot_text.largest_first(tmp.glob("lackey.*")),
                                                    wrapper, Path(a.hot_text),

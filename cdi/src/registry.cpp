@@ -29,7 +29,8 @@ bool is_spec_name(std::string_view name) {
   return ends(".json") || ends(".yaml");
 }
 
-// Spec file names in `dir`, sorted; a missing directory has none.
+} // namespace
+
 std::vector<std::string> list_spec_files(const std::string &dir, std::vector<SpecError> *errors) {
   std::vector<std::string> names;
   DIR *d = ::opendir(dir.c_str());
@@ -49,6 +50,8 @@ std::vector<std::string> list_spec_files(const std::string &dir, std::vector<Spe
   std::sort(names.begin(), names.end());
   return names;
 }
+
+namespace {
 
 // What a refresh compares when inotify is not available.
 using Stamp = std::tuple<std::string, ino_t, int64_t, int64_t, off_t>;

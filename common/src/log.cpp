@@ -35,9 +35,13 @@ void put_digits(std::string &out, long long value, int width) {
 // The file `program` logs to with target "file", its directory made.
 std::string log_file(const std::string &program, const Options &options) {
   ::mkdir(options.directory.c_str(), 0755);
-  return options.directory + "/" + program + ".log";
+  return file_path(program, options);
 }
 } // namespace
+
+std::string file_path(const std::string &program, const Options &options) {
+  return options.directory + "/" + program + ".log";
+}
 
 std::string utc_timestamp(const struct timespec &t) {
   // Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's

@@ -16,7 +16,10 @@
  * glibc's are IFUNCs, unresolved this early), no sanitizer. A test checks the
  * object file references nothing but _start and fast_path.c. */
 #include "build_id.h"
+#include "cdi_merge.h"
+#include "create_plan.h"
 #include "fast_path.h"
+#include "json_tree.h"
 #include "startup_pages.h"
 
 #include <asm/unistd.h>
@@ -182,7 +185,8 @@ static int read_config(const char *path, const char **bytes, long *len) {
 /* Path parts as string literals, not static arrays: the link merges them
  * with the other strings, in the window of .rodata that every call faults
  * in (an array each would be an object of its own, windows away). */
-#define CONTAINERS_DIR "/containers"
+#define CONTAINERS "containers"
+#define CONTAINERS_DIR "/" CONTAINERS
 #define CONFIG_JSON "/config.json"
 #define MONITOR_ARGS_FILE "/" GPUSLICE_FP_MONITOR_ARGS
 
@@ -491,6 +495,332 @@ static void delete_stateful(char **argv, char **envp, const char *runtime, const
   sys_exit(code);
 }
 
+/* ---- create of a container with devices, from a plan --------------------
+ * What the full program would do for this create, done here when a plan it
+ * left (create_plan.h) still holds: config.json edited, the state dir made
+ * with its records, the info line logged, the runtime exec'd. Every check
+ * comes before the first change; a step that fails after it undoes what was
+ * done and the full program runs (it decides again, from config.json as it
+ * now lies: applying the same edits again changes nothing). */
+
+#define SPEC_NODES 8192
+#define EDITED_MAX (SPEC_MAX + 1 + 65536)
+static struct gpuslice_fp_json_node spec_nodes[SPEC_NODES];
+static struct gpuslice_fp_plan plan;
+static char plan_bytes[GPUSLICE_FP_PLAN_MAX + 1];
+static char edited[EDITED_MAX];
+
+static int sys_getpid(void) { return (int)sys_call(__NR_getpid, 0, 0, 0, 0, 0); }
+
+static char *append_number(char *p, unsigned long long v) {
+  char digits[24];
+  int n = 0;
+  do
+    digits[n++] = (char)('0' + v % 10);
+  while ((v /= 10) != 0);
+  while (n)
+    *p++ = digits[--n];
+  *p = '\0';
+  return p;
+}
+
+/* Reads the plan file `name` (root's alone, in a dir of root's alone) into
+ * plan_bytes and parses it: 0, or -1. */
+static int read_plan(const char *name) {
+  struct statx st;
+  const int dir = sys_openat(AT_FDCWD, GPUSLICE_FP_PLAN_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir < 0)
+    return -1;
+  const int ok = sys_statx(dir, "", AT_EMPTY_PATH, &st) == 0 && root_only(&st);
+  const int fd = ok ? sys_openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+  sys_close(dir);
+  if (fd < 0)
+    return -1;
+  const long len = sys_statx(fd, "", AT_EMPTY_PATH, &st) == 0 && S_ISREG(st.stx_mode) && root_only(&st)
+                       ? read_all(fd, plan_bytes, GPUSLICE_FP_PLAN_MAX - 1)
+                       : -1;
+  sys_close(fd);
+  return len < 0 ? -1 : gpuslice_fp_parse_plan(plan_bytes, (size_t)len, &plan);
+}
+
+/* Whether the spec dirs and files, and the host nodes, are as the plan
+ * found them. */
+static int plan_still_holds(void) {
+  struct statx st;
+  for (int i = 0; i < plan.spec_dirs; ++i) {
+    const struct gpuslice_fp_plan_dir *d = &plan.spec_dir[i];
+    const long rc = sys_statx(AT_FDCWD, d->path, 0, &st);
+    if (d->absent ? rc != -ENOENT
+                  : rc != 0 || st.stx_dev_major != d->dev_major || st.stx_dev_minor != d->dev_minor ||
+                        st.stx_ino != d->ino || (unsigned long long)st.stx_mtime.tv_sec != d->mtime_sec ||
+                        st.stx_mtime.tv_nsec != d->mtime_nsec)
+      return 0;
+  }
+  for (int i = 0; i < plan.spec_files; ++i) {
+    const struct gpuslice_fp_plan_file *f = &plan.spec_file[i];
+    if (sys_call(__NR_statx, AT_FDCWD, (long)f->path, 0, STATX_BASIC_STATS, (long)&st) != 0 ||
+        st.stx_dev_major != f->dev_major || st.stx_dev_minor != f->dev_minor || st.stx_ino != f->ino ||
+        st.stx_size != f->size || (unsigned long long)st.stx_mtime.tv_sec != f->mtime_sec ||
+        st.stx_mtime.tv_nsec != f->mtime_nsec || (unsigned long long)st.stx_ctime.tv_sec != f->ctime_sec ||
+        st.stx_ctime.tv_nsec != f->ctime_nsec)
+      return 0;
+  }
+  for (int i = 0; i < plan.host_nodes; ++i) {
+    const struct gpuslice_fp_plan_node *h = &plan.host_node[i];
+    const long rc = sys_call(__NR_statx, AT_FDCWD, (long)h->path, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_MODE, (long)&st);
+    char type = 0; /* lstat_host_node's: b, c, p, or an error */
+    if (rc == 0)
+      type = S_ISBLK(st.stx_mode) ? 'b' : S_ISCHR(st.stx_mode) ? 'c' : S_ISFIFO(st.stx_mode) ? 'p' : 0;
+    if (type != h->type)
+      return 0;
+    if (type && (st.stx_rdev_major != h->major || st.stx_rdev_minor != h->minor || (st.stx_mode & 07777) != h->mode))
+      return 0;
+  }
+  return 1;
+}
+
+/* A directory of root's alone (secure() would leave it as it is). */
+static int open_secure_dir(int at, const char *path, int resolve_beneath_symlinks) {
+  int fd;
+  if (resolve_beneath_symlinks) {
+    struct {
+      unsigned long long flags, mode, resolve;
+    } how = {O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, 0x04 /* RESOLVE_NO_SYMLINKS */};
+    fd = (int)sys_call(__NR_openat2, at, (long)path, (long)&how, sizeof how, 0);
+  } else {
+    fd = sys_openat(at, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  }
+  struct statx st;
+  if (fd >= 0 && (sys_statx(fd, "", AT_EMPTY_PATH, &st) != 0 || st.stx_uid != 0 || (st.stx_mode & 077) != 0)) {
+    sys_close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* Whether stale state dirs were collected recently enough that this create
+ * need not (state::collect_stale_now_and_then). */
+static int stale_collected_recently(int state) {
+  struct statx st;
+  struct {
+    long long sec;
+    long nsec;
+  } now;
+  if (sys_statx(state, GPUSLICE_FP_STALE_COLLECTED, AT_SYMLINK_NOFOLLOW, &st) != 0 || !S_ISREG(st.stx_mode) ||
+      sys_call(__NR_clock_gettime, 0 /* CLOCK_REALTIME */, (long)&now, 0, 0, 0) != 0)
+    return 0;
+  const long long age = now.sec - st.stx_mtime.tv_sec;
+  return age >= -2 && age < GPUSLICE_FP_STALE_INTERVAL;
+}
+
+static int write_new_file(int dir, const char *name, const char *text, size_t len, int mode) {
+  const int fd = (int)sys_call(__NR_openat, dir, (long)name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                               mode, 0);
+  if (fd < 0)
+    return -1;
+  long written = 0;
+  while ((size_t)written < len) {
+    const long n = sys_call(__NR_write, fd, (long)(text + written), (long)(len - (size_t)written), 0, 0);
+    if (n == -EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    written += n;
+  }
+  const int ok = (size_t)written == len && sys_call(__NR_fchmod, fd, mode, 0, 0, 0) == 0; /* the umask aside */
+  return sys_call(__NR_close, fd, 0, 0, 0, 0) == 0 && ok ? 0 : -1;
+}
+
+/* The files the entry writes into a new state dir, removed again. */
+static void remove_state_dir(int containers, const char *name) {
+  const int dir = sys_openat(containers, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir >= 0) {
+    for (const char *f = gpuslice_fp_plain_state_files(); *f; f += gpuslice_fp_strlen(f) + 1)
+      sys_call(__NR_unlinkat, dir, (long)f, 0, 0, 0);
+    sys_close(dir);
+  }
+  sys_call(__NR_unlinkat, containers, (long)name, AT_REMOVEDIR, 0, 0);
+}
+
+/* The state dir of `id`, made as state::create_container_dir and
+ * shim::commit_host make it: 0, or -1 with nothing left. */
+static int make_state_dir(int containers, const char *id, const char *pid_file, unsigned long long pid,
+                          unsigned long long start) {
+  char temp[300], record[64];
+  char *p = append(append_number(append(temp, GPUSLICE_FP_STATE_TEMP_PREFIX), pid), "-");
+  append(p, id);
+  if (sys_call(__NR_mkdirat, containers, (long)temp, 0700, 0, 0) != 0)
+    return -1;
+  const int dir = open_secure_dir(containers, temp, 0);
+  int ok = dir >= 0;
+  p = append(append_number(record, pid), " ");
+  p = append(append_number(p, start), "\n");
+  char *const pid_line = append(append(small_buf, pid_file), "\n");
+  ok = ok && write_new_file(dir, GPUSLICE_FP_STATE_FORMAT_FILE, GPUSLICE_FP_STATE_FORMAT_TEXT,
+                            sizeof GPUSLICE_FP_STATE_FORMAT_TEXT - 1, 0600) == 0;
+  ok = ok && write_new_file(dir, GPUSLICE_FP_CREATOR_RECORD, record, (size_t)(p - record), 0600) == 0;
+  /* cdi-env's text with its newline: the plan's line, whose newline
+   * parsing made the NUL after it */
+  char *const env = (char *)plan.cdi_env;
+  const size_t env_len = gpuslice_fp_strlen(env);
+  env[env_len] = '\n';
+  ok = ok && write_new_file(dir, GPUSLICE_FP_CDI_ENV_FILE, env, env_len + 1, 0444) == 0;
+  env[env_len] = '\0';
+  ok = ok && write_new_file(dir, GPUSLICE_FP_INIT_PID_FILE_RECORD, small_buf, (size_t)(pid_line - small_buf), 0444) == 0;
+  if (dir >= 0)
+    sys_close(dir);
+  if (ok && sys_call(__NR_renameat2, containers, (long)temp, containers, (long)id, 1 /* RENAME_NOREPLACE */) == 0)
+    return 0;
+  remove_state_dir(containers, temp);
+  return -1;
+}
+
+/* The info line the full program logs (log::write_info_line's), best effort. */
+static void log_injected(const char *id, int pid) {
+  if (!*plan.log_file)
+    return;
+  /* its directory, as log::setup makes it */
+  char *const dir = append(small_buf, plan.log_file);
+  char *slash = dir;
+  while (slash > small_buf && *slash != '/')
+    --slash;
+  if (slash > small_buf) {
+    *slash = '\0';
+    sys_call(__NR_mkdir, (long)small_buf, 0755, 0, 0, 0);
+  }
+  const int fd = (int)sys_call(__NR_openat, AT_FDCWD, (long)plan.log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+                               0666, 0);
+  if (fd < 0)
+    return;
+  struct {
+    long long sec;
+    long nsec;
+  } now = {0, 0};
+  sys_call(__NR_clock_gettime, 0 /* CLOCK_REALTIME */, (long)&now, 0, 0, 0);
+  char *const line = edited; /* config.json is written by now */
+  gpuslice_fp_utc_timestamp(now.sec, now.nsec, line);
+  char *p = append(line + gpuslice_fp_strlen(line), " gpuslice-runtime[");
+  p = append(append(append_number(p, (unsigned long long)pid), "] info: container "), id);
+  p = append(append(append(p, ": injected "), plan.devices), "\n");
+  sys_call(__NR_write, fd, (long)line, p - line, 0, 0); /* one write: O_APPEND keeps lines whole */
+  sys_close(fd);
+}
+
+/* Writes the edited config.json over `path` (mode kept) through a temporary
+ * renamed into place, as fs::write_file_atomic: 0, or -1 with it untouched. */
+static int save_spec(const char *path, const char *text, size_t len, int pid) {
+  struct statx st;
+  if (sys_statx(AT_FDCWD, path, 0, &st) != 0)
+    return -1;
+  const int mode = st.stx_mode & 07777;
+  unsigned long long nonce = 0;
+  sys_call(__NR_getrandom, (long)&nonce, 4, 1 /* GRND_NONBLOCK */, 0, 0);
+  char *const temp = small_buf;
+  if (gpuslice_fp_strlen(path) + sizeof GPUSLICE_FP_TEMP_MARKER + 48 > sizeof small_buf)
+    return -1;
+  char *p = append(append(small_buf, path), GPUSLICE_FP_TEMP_MARKER);
+  append_number(append(append_number(p, (unsigned long long)pid), "."), nonce);
+  if (write_new_file(AT_FDCWD, temp, text, len, mode) == 0 && sys_call(__NR_rename, (long)temp, (long)path, 0, 0, 0) == 0)
+    return 0;
+  sys_call(__NR_unlinkat, AT_FDCWD, (long)temp, 0, 0, 0);
+  return -1;
+}
+
+/* A create of a container that asks for devices, from the plan the full
+ * program left for them. Returns (having changed nothing, or undone what it
+ * changed) only when the full program is to run instead. */
+static void create_with_plan(int argc, char **argv, char **envp, int verb, const struct gpuslice_fp_record *r,
+                             const char *build_id, int config_there, const char *config, long config_len) {
+  const char *id, *pid_file;
+  if (!gpuslice_fp_streq(argv[verb], "create") || gpuslice_fp_create_args(argc, argv, verb, &id, &pid_file) != 0 ||
+      !pid_file || !gpuslice_fp_clean_absolute_path(pid_file) || !gpuslice_fp_safe_container_id(id) ||
+      gpuslice_fp_strlen(pid_file) + 2 > sizeof small_buf || r->create_triggers < 0)
+    return;
+  const char *const text = read_arena.handover.spec;
+  const size_t len = read_arena.handover.spec_size;
+  const int count = gpuslice_fp_json_parse(text, len, spec_nodes, SPEC_NODES, 32);
+  if (count < 0)
+    return;
+  /* The devices asked for by annotation, every trigger taken for a prefix
+   * (the plan says which are; another found in the text hands over below). */
+  char devices[4096], name[sizeof GPUSLICE_FP_PLAN_PREFIX + 16];
+  const long n = gpuslice_fp_requested_devices(text, spec_nodes, r->create_trigger, r->create_triggers, devices,
+                                               sizeof devices - 1);
+  if (n <= 0 || gpuslice_fp_strlen(r->config_path) + 1 + (size_t)n > sizeof edited)
+    return;
+  devices[n] = '\0';
+  char *key = append(append(edited, r->config_path), "\n");
+  append(key, devices);
+  append(name, GPUSLICE_FP_PLAN_PREFIX);
+  gpuslice_fp_digest(edited, gpuslice_fp_strlen(edited), name + sizeof GPUSLICE_FP_PLAN_PREFIX - 1);
+  char digest[17];
+  if (config_there)
+    gpuslice_fp_digest(config, (size_t)config_len, digest);
+  else
+    append(digest, "none");
+  if (read_plan(name) != 0 || !gpuslice_fp_streq(plan.writer, build_id) ||
+      !gpuslice_fp_streq(plan.config_path, r->config_path) || !gpuslice_fp_streq(plan.config_digest, digest) ||
+      !gpuslice_fp_streq(plan.devices, devices))
+    return;
+  /* The record's triggers that are no annotation prefix: env names the full
+   * program would look at. */
+  const char *others[GPUSLICE_FP_MAX_CREATE_TRIGGERS];
+  int n_others = 0;
+  for (int i = 0; i < r->create_triggers; ++i) {
+    int prefix = 0;
+    for (int j = 0; j < plan.prefixes && !prefix; ++j)
+      prefix = gpuslice_fp_streq(plan.prefix[j], r->create_trigger[i]);
+    if (!prefix)
+      others[n_others++] = r->create_trigger[i];
+  }
+  if (gpuslice_fp_create_doubts(text, len, spec_nodes, others, n_others) || !plan_still_holds())
+    return;
+  const long edited_len = gpuslice_fp_apply_edits(text, spec_nodes, count, &plan.edits, edited, sizeof edited);
+  if (edited_len < 0)
+    return;
+
+  /* The state dir's place: root's alone, no state dir of this id, no
+   * collection of stale ones due. */
+  if (gpuslice_fp_strlen(r->state_dir) + sizeof CONTAINERS_DIR > PATH_CAPACITY)
+    return;
+  const int state = open_secure_dir(AT_FDCWD, r->state_dir, 1);
+  if (state < 0)
+    return;
+  const int containers = open_secure_dir(state, CONTAINERS, 0);
+  struct statx st;
+  const int free_id = containers >= 0 && sys_statx(containers, id, AT_SYMLINK_NOFOLLOW, &st) == -ENOENT;
+  const int fresh = stale_collected_recently(state);
+  sys_close(state);
+  const int pid = sys_getpid();
+  unsigned long long start;
+  if (!free_id || !fresh || process_start((unsigned long long)pid, &start) != 1) {
+    if (containers >= 0)
+      sys_close(containers);
+    return;
+  }
+
+  /* The changes: the state dir, the pid file an earlier container left,
+   * config.json, the log line, the runtime. */
+  int done = make_state_dir(containers, id, pid_file, (unsigned long long)pid, start) == 0;
+  if (done) {
+    const long rc = sys_call(__NR_unlinkat, AT_FDCWD, (long)pid_file, 0, 0, 0);
+    done = (rc == 0 || rc == -ENOENT) && save_spec(read_arena.handover.spec_path, edited, (size_t)edited_len, pid) == 0;
+    if (!done)
+      remove_state_dir(containers, id);
+  }
+  if (done) {
+    log_injected(id, pid);
+    char *const program = argv[0];
+    argv[0] = (char *)r->runtime;
+    sys_call(__NR_execve, (long)r->runtime, (long)argv, (long)envp, 0, 0);
+    argv[0] = program;
+    /* not executable after all: the full program says why, from config.json as it is now */
+    remove_state_dir(containers, id);
+    read_arena.handover.spec_path = 0;
+  }
+  sys_close(containers);
+}
+
 /* ---- the hand-over -------------------------------------------------------
  * The markers shim/hot-text.order lists last, after the functions and after
  * the bss objects that start-up and a create touch: where the ordered link
@@ -593,10 +923,18 @@ static void try_fast_path(int argc, char **argv, char **envp, const unsigned lon
    * for it) is the only one with a state dir may still be the entry's. */
   const int stateful_delete = kind == GPUSLICE_FP_STATEFUL && gpuslice_fp_streq(argv[verb], "delete") &&
                            argc > verb + 1 && has_state(r.state_dir, argv[argc - 1], 0);
-  if (kind == GPUSLICE_FP_BUNDLE ? !spec_without_request(argc, argv, verb, &r)
-                                 : kind != GPUSLICE_FP_PLAIN &&
-                                       needs_full_program(verb, stateful_delete ? argc - 1 : argc, argv, kind, r.state_dir))
+  /* A create whose config.json may ask for devices: perhaps one a plan covers. */
+  int from_plan = 0;
+  if (kind == GPUSLICE_FP_BUNDLE) {
+    if (!spec_without_request(argc, argv, verb, &r)) {
+      if (!read_arena.handover.spec_path)
+        return;
+      from_plan = 1;
+    }
+  } else if (kind != GPUSLICE_FP_PLAIN &&
+             needs_full_program(verb, stateful_delete ? argc - 1 : argc, argv, kind, r.state_dir)) {
     return;
+  }
 
   /* The runtime the record names, still the very file it resolved to. */
   struct statx st;
@@ -611,6 +949,10 @@ static void try_fast_path(int argc, char **argv, char **envp, const unsigned lon
         (there && ((unsigned long long)st.stx_mtime.tv_sec != r.searched_dir_sec[i] ||
                    st.stx_mtime.tv_nsec != r.searched_dir_nsec[i])))
       return;
+  }
+  if (from_plan) {
+    create_with_plan(argc, argv, envp, verb, &r, build_id, config, config_bytes, config_len);
+    return;
   }
   char *const program = argv[0];
   argv[0] = (char *)r.runtime;

@@ -172,6 +172,19 @@ CreatePlan plan_create(CreateContext &ctx, const std::string &bundle_dir, HookMo
   if (!limits)
     refuse_limits_not_claimed(ctx.spec.json());
 
+  std::optional<CreatePlanFacts> fast_create;
+  if (hooks == HookMode::none && !limits && plan.warnings.empty() &&
+      requests.from_annotations == requests.devices.size()) {
+    std::string env = cdi_env_text(edits.env);
+    env.pop_back(); // its newline
+    std::vector<std::string> prefixes;
+    for (const auto &p : ctx.config.annotation_prefixes)
+      if (!p.empty())
+        prefixes.push_back(p);
+    fast_create = CreatePlanFacts{join(requests.devices, ","), std::move(prefixes), registry.spec_dirs(), edits,
+                                  std::move(env)};
+  }
+
   Modifiers modifiers;
   modifiers.push_back(exec_env_modifier(edits.env));
   modifiers.push_back(cdi_edits_modifier(std::move(edits)));
@@ -185,6 +198,8 @@ CreatePlan plan_create(CreateContext &ctx, const std::string &bundle_dir, HookMo
   }
   for (const auto &m : modifiers)
     m->modify(ctx);
+  if (!ctx.plan.labeler.active()) // labelled state files: the full program's
+    plan.fast_create = std::move(fast_create);
   plan.devices = std::move(requests.devices);
   return plan;
 }
@@ -212,6 +227,7 @@ BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const st
   edit.shared = ctx.plan.monitor;
   edit.monitor = std::move(ctx.pending_monitor);
   edit.devices = std::move(plan.devices);
+  edit.fast_create = std::move(plan.fast_create);
   return edit;
 }
 

@@ -60,6 +60,7 @@ Requests collect_requests(cdi::OciSpec &oci, const Config &config) {
     for (auto &d : cdi::parse_annotations(annotations, config.annotation_prefixes))
       add(r, seen, d);
   }
+  r.from_annotations = r.devices.size();
 
   if (auto lx = oci.find("linux"); lx != oci.end() && lx->is_object()) {
     if (auto devs = lx->find("devices"); devs != lx->end() && devs->is_array()) {

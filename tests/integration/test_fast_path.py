@@ -12,7 +12,9 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
+import time
 
 from pathlib import Path
 
@@ -543,3 +545,158 @@ def test_a_replaced_runtime_goes_through_the_full_program(gpuslice_runtime, bund
         rt.delete(cid)
     finally:
         record.unlink(missing_ok=True)
+
+
+# ---- a create with devices from a plan (shim/fast_path/create_plan.h) ------
+
+PLAN_DIR = Path("/run/gpuslice/runtime-create-plans")
+
+
+def plan_of(rt: ocitest.Runtime, devices: str) -> Path:
+    """The plan of the config and device list, as create_plan.h names it."""
+    return PLAN_DIR / ("create-" + record_name(rt.env["GPUSLICE_CONFIG"] + "\n" + devices))
+
+
+def files_of(state_dir: Path) -> dict[str, str]:
+    return {f.name: f.read_text() for f in sorted(state_dir.iterdir())}
+
+
+def planned(rt: ocitest.Runtime, bundle: ocitest.Bundle, gpu: ocitest.FakeGpu, cid: str, log: Path) -> dict:
+    """A create with devices 0 and 1 by the full program, which leaves a plan
+    for them (its spec files are over two seconds old by then: one changed
+    later in the same tick of the file system's clock would not show), and
+    its config.json as it wrote it."""
+    time.sleep(2.1)
+    bundle.annotate(ANNOTATION, gpu.qualified("0", "1"))
+    bundle.shell("exit 0")
+    original = bundle.write()
+    assert_took("full", rt, log, *create_args(bundle, cid), prefix=QUIET)
+    assert plan_of(rt, gpu.qualified("0", "1")).exists()
+    written = json.loads(bundle.config_path.read_text())
+    bundle.config_path.write_bytes(original)
+    # The state dir was new: no mark of a collection of stale dirs yet, which
+    # a create leaves to the full program.
+    assert_took("full", rt, log, *create_args(bundle, cid + "-0"), prefix=QUIET)
+    rt.delete(cid + "-0", force=True)
+    bundle.config_path.write_bytes(original)
+    return written
+
+
+def test_a_create_with_devices_a_plan_covers_is_the_entrys_and_the_same(gpuslice_runtime, fresh_record, bundle,
+                                                                       fake_gpu, cid, gpuslice_state_dir, test_tmp):
+    """The second create of the same devices is the entry's alone: the
+    config.json it writes is the document the full program wrote, its state
+    dir holds the same records, its log the same line, and the container
+    gets the devices (its start and delete go on as for any)."""
+    rt, log = gpuslice_runtime, test_tmp / "strace.log"
+    by_full = planned(rt, bundle, fake_gpu, cid, log)
+    second = cid + "-2"
+    assert_took("fast", rt, log, *create_args(bundle, second), prefix=QUIET)
+    assert json.loads(bundle.config_path.read_text()) == by_full
+    full, entry = files_of(gpuslice_state_dir / "containers" / cid), files_of(gpuslice_state_dir / "containers" / second)
+    assert sorted(full) == sorted(entry) == ["cdi-env", "creator", "format", "init-pid-file"]
+    assert entry["cdi-env"] == full["cdi-env"] and entry["format"] == full["format"]
+    assert entry["init-pid-file"] == f"{bundle.path / (second + '.pid')}\n"
+    pid, start = map(int, entry["creator"].split())
+    assert entry["creator"] == f"{pid} {start}\n" and pid > 0
+    state = gpuslice_state_dir / "containers" / second
+    assert (state.stat().st_mode & 0o777, (state / "creator").stat().st_mode & 0o777,
+            (state / "cdi-env").stat().st_mode & 0o777) == (0o700, 0o600, 0o444)
+    lines = (test_tmp / "gpuslice-log" / "gpuslice-runtime.log").read_text().splitlines()
+    said = [re.sub(r"^\S+ gpuslice-runtime\[\d+\] ", "", line) for line in lines if ": injected " in line]
+    assert (said[0], said[-1]) == tuple(f"info: container {c}: injected {fake_gpu.qualified('0', '1')}"
+                                        for c in (cid, second))
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z gpuslice-runtime\[\d+\] info", lines[-1])
+    init = int((bundle.path / f"{second}.pid").read_text())
+    rt.start(second)
+    assert ocitest.wait_pid(init, 30) == 0
+    assert_took("fast", rt, log, "delete", second)
+    assert not state.exists()
+    rt.delete(cid, force=True)
+
+
+def test_a_plan_that_no_longer_holds_leaves_the_create_to_the_full_program(gpuslice_runtime, fresh_record, bundle,
+                                                                          fake_gpu, cid, gpuslice_state_dir,
+                                                                          test_tmp):
+    """Whatever the plan was made of, changed, and whatever in config.json it
+    does not vouch for, is the full program's again; each create still gets
+    its devices."""
+    rt, log = gpuslice_runtime, test_tmp / "strace.log"
+    # device 1's node as a spec that leaves its type, numbers and mode to the host node
+    spec = fake_gpu.cdi_spec()
+    node = fake_gpu.nodes["/dev/nvidia1"][0]
+    spec["devices"][1]["containerEdits"]["deviceNodes"] = [{"path": "/dev/nvidia1", "hostPath": str(node)}]
+    fake_gpu.spec_file.write_text(json.dumps(spec))
+    planned(rt, bundle, fake_gpu, cid, log)
+    original = bundle.config_path.read_bytes()
+    n = 0
+
+    def create(expected: str) -> dict:
+        """A create that took the path expected: the config.json it wrote."""
+        nonlocal n
+        n += 1
+        one = f"{cid}-{n}"
+        assert_took(expected, rt, log, *create_args(bundle, one), prefix=QUIET)
+        assert "GPUSLICE_FAKE_GPU1=present" in (gpuslice_state_dir / "containers" / one / "cdi-env").read_text()
+        rt.delete(one, force=True)
+        written = json.loads(bundle.config_path.read_text())
+        bundle.config_path.write_bytes(original)
+        return written
+
+    create("fast")
+    # an env entry spelled with an escape, an SELinux label
+    spec = json.loads(original)
+    spec["process"]["env"].append("X=\u00e9")
+    bundle.config_path.write_text(json.dumps(spec, ensure_ascii=True))
+    create("full")
+    spec = json.loads(original)
+    spec["linux"]["mountLabel"] = "system_u:object_r:container_file_t:s0"
+    bundle.config_path.write_text(json.dumps(spec))
+    assert path_taken(rt, log, *create_args(bundle, cid + "-label"), prefix=QUIET)[0] == "full"  # runc refuses it here
+    if cid + "-label" in rt.list_ids():
+        rt.delete(cid + "-label", force=True)
+    bundle.config_path.write_bytes(original)
+    create("fast")  # the full program left the plan as it was
+    # a host node that changed: its mode, then its numbers
+    node.chmod(0o600)
+    create("full")
+    create("fast")  # planned again by the full program, which saw the new mode
+    node.unlink()
+    os.mknod(node, stat.S_IFCHR | 0o600, os.makedev(ocitest.NVIDIA_MAJOR, 7))
+    assert {"path": "/dev/nvidia1", "type": "c", "major": ocitest.NVIDIA_MAJOR, "minor": 7, "fileMode": 0o600} in \
+        create("full")["linux"]["devices"]
+    assert {"path": "/dev/nvidia1", "type": "c", "major": ocitest.NVIDIA_MAJOR, "minor": 7, "fileMode": 0o600} in \
+        create("fast")["linux"]["devices"]
+    # a spec file that changed, then one more in the spec dir
+    time.sleep(2.1)
+    fake_gpu.spec_file.write_text(fake_gpu.spec_file.read_text() + " ")
+    create("full")
+    time.sleep(2.1)
+    create("full")  # the full program planned nothing while the file was new
+    create("fast")
+    (fake_gpu.spec_dir / "other.yaml").write_text("cdiVersion: 0.6.0\nkind: example.com/other\ndevices: []\n")
+    create("full")
+    # stale dirs due to be collected
+    marker = gpuslice_state_dir / "stale-collected"
+    os.utime(marker, (time.time() - 120, time.time() - 120))
+    create("full")
+    rt.delete(cid, force=True)
+
+
+def test_a_create_from_a_plan_refuses_nothing_the_full_program_would_not(gpuslice_runtime, fresh_record, bundle,
+                                                                         fake_gpu, cid, gpuslice_state_dir, test_tmp):
+    """An id in use, or a config.json the full program refuses, goes to the
+    full program, which says why; nothing is left behind."""
+    rt, log = gpuslice_runtime, test_tmp / "strace.log"
+    planned(rt, bundle, fake_gpu, cid, log)
+    # the id of a container that lives
+    taken, p = path_taken(rt, log, *create_args(bundle, cid), prefix=QUIET)
+    assert (taken, p.returncode) == ("full", 1)
+    assert files_of(gpuslice_state_dir / "containers" / cid)["init-pid-file"].startswith(str(bundle.path))
+    # a key given twice
+    text = bundle.config_path.read_text().rstrip()
+    bundle.config_path.write_text(text[:-1] + ', "ociVersion": "x"}')
+    taken, p = path_taken(rt, log, *create_args(bundle, cid + "-twice"), prefix=QUIET)
+    assert (taken, p.returncode) == ("full", 1)
+    assert not (gpuslice_state_dir / "containers" / (cid + "-twice")).exists()
+    rt.delete(cid, force=True)

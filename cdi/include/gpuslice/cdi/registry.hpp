@@ -41,6 +41,11 @@ struct ResolvedDevice {
 // pay for watching or for stat()ing every spec a second time).
 enum class ChangeDetection { automatic, stamps, none };
 
+// The names of the spec files a load of `dir` reads (.json, .yaml; not a
+// directory), sorted; none for a missing directory, an error in `errors`
+// for one that cannot be read.
+std::vector<std::string> list_spec_files(const std::string &dir, std::vector<SpecError> *errors = nullptr);
+
 class Registry {
 public:
   explicit Registry(std::vector<std::string> spec_dirs = {kDefaultSpecDirs.begin(), kDefaultSpecDirs.end()},

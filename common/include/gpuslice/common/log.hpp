@@ -30,6 +30,9 @@ void setup(const std::string &program, const Options &options);
 // create runs on every pod's critical path).
 bool keeps(const Options &options, const std::string &level);
 
+// The file `program` logs to with target "file".
+std::string file_path(const std::string &program, const Options &options);
+
 // A line's time as setup's logger stamps it, "2026-12-06T09:01:02.345Z"
 // (UTC, milliseconds cut, not rounded), without glibc's time zone code.
 std::string utc_timestamp(const struct timespec &t);

@@ -43,6 +43,7 @@ struct BundleEdit {
   bool shared = false;               // GPU limits were wired in
   std::optional<PendingMonitor> monitor{}; // with defer_monitor: to start (monitor_start.hpp)
   state::ContainerDir state_dir{};         // when written: the container's, still open
+  std::optional<CreatePlanFacts> fast_create; // CreatePlan's
 };
 
 // Throws Error naming the device, spec or file; config.json is then untouched

@@ -18,6 +18,7 @@ namespace gpuslice::shim {
 
 struct Requests {
   std::vector<std::string> devices; // qualified names, request order, no duplicates
+  std::size_t from_annotations = 0; // devices[0, from_annotations) came from annotations
   bool empty() const { return devices.empty(); }
 };
 

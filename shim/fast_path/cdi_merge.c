@@ -4,16 +4,16 @@
  * edits the parsed list, and written out in place of the old list; what
  * apply.cpp creates (linux.devices, hooks and their stages) is inserted
  * before its object's closing brace. Everything else is copied as it was.
- * Freestanding like fast_path.c. */
+ * Freestanding like fast_path.c; its lists in the caller's work area. */
 #include "cdi_merge.h"
 
-#define MAX_ITEMS GPUSLICE_FP_MERGE_MAX_ITEMS
 #define DOUBT (-1)
 
-/* Items: >= 0 an element's node, < 0 (-1 - k) the list's k-th new item. */
+/* Items: >= 0 an element's node, < 0 (-1 - k) the list's k-th new item. In
+ * the caller's work area, each list as large as it can grow. */
 struct list {
-  int n;
-  int item[MAX_ITEMS];
+  int n, cap;
+  int *item;
 };
 
 struct merge {
@@ -22,12 +22,22 @@ struct merge {
   const struct gpuslice_fp_edits *e;
   long long uid, gid; /* process.user's, -1: none (apply.cpp's process_id) */
   int new_rules;
-  int rule_device[MAX_ITEMS]; /* the device of each new rule */
+  int *rule_device;   /* the device of each new rule */
+  unsigned *mount_depth;
+  struct list env_list, device_list, rule_list, mount_list;
+  int *work;          /* what is left of the work area */
+  size_t work_left;
 };
 
-static struct list env_list, device_list, rule_list, mount_list;
-static unsigned mount_depth[MAX_ITEMS];
-static struct merge state;
+/* n ints of the work area. */
+static int *take(struct merge *m, size_t n) {
+  if (n > m->work_left)
+    return 0;
+  int *p = m->work;
+  m->work += n;
+  m->work_left -= n;
+  return p;
+}
 
 static size_t length(const char *s) {
   size_t n = 0;
@@ -57,19 +67,21 @@ static const char *content(const struct merge *m, int n, size_t *len) {
   return m->t + m->nodes[n].start + 1;
 }
 
-static int list_of(struct list *l, const struct merge *m, int array) {
+/* The elements of `array` (none: -1), with room for `more` new ones. */
+static int list_of(struct list *l, struct merge *m, int array, int more) {
+  const size_t cap = (array < 0 ? 0 : m->nodes[array].children) + (size_t)more;
   l->n = 0;
-  if (array < 0)
-    return 0;
-  if (m->nodes[array].children > MAX_ITEMS)
+  l->cap = (int)cap;
+  if (cap > GPUSLICE_FP_MERGE_MAX_ITEMS || !(l->item = take(m, cap)))
     return DOUBT;
-  for (int c = m->nodes[array].first_child; c >= 0; c = m->nodes[c].next_sibling)
-    l->item[l->n++] = c;
+  if (array >= 0)
+    for (int c = m->nodes[array].first_child; c >= 0; c = m->nodes[c].next_sibling)
+      l->item[l->n++] = c;
   return 0;
 }
 
 static int push(struct list *l, int item) {
-  if (l->n >= MAX_ITEMS)
+  if (l->n >= l->cap)
     return DOUBT;
   l->item[l->n++] = item;
   return 0;
@@ -132,17 +144,17 @@ static int merge_env(struct merge *m, int process, int *env) {
   if (!m->e->env_count)
     return 0;
   *env = kind_of(m, process) == GPUSLICE_FP_JSON_OBJECT ? member(m, process, "env") : -1;
-  if (kind_of(m, *env) != GPUSLICE_FP_JSON_ARRAY || list_of(&env_list, m, *env) != 0)
+  if (kind_of(m, *env) != GPUSLICE_FP_JSON_ARRAY || list_of(&m->env_list, m, *env, m->e->env_count) != 0)
     return DOUBT;
-  for (int i = 0; i < env_list.n; ++i)
-    if (m->nodes[env_list.item[i]].kind == GPUSLICE_FP_JSON_STRING && m->nodes[env_list.item[i]].escaped)
+  for (int i = 0; i < m->env_list.n; ++i)
+    if (m->nodes[m->env_list.item[i]].kind == GPUSLICE_FP_JSON_STRING && m->nodes[m->env_list.item[i]].escaped)
       return DOUBT;
   /* Each entry replaces the last of its key, in place, or comes last. */
   for (int k = 0; k < m->e->env_count; ++k) {
     const char *key = m->e->env[k].key;
     int found = -1;
-    for (int i = env_list.n - 1; i >= 0 && found < 0; --i) {
-      const int it = env_list.item[i];
+    for (int i = m->env_list.n - 1; i >= 0 && found < 0; --i) {
+      const int it = m->env_list.item[i];
       if (it < 0) {
         if (streq(m->e->env[-1 - it].key, key))
           found = i;
@@ -158,8 +170,8 @@ static int merge_env(struct merge *m, int process, int *env) {
         found = i;
     }
     if (found >= 0)
-      env_list.item[found] = -1 - k;
-    else if (push(&env_list, -1 - k) != 0)
+      m->env_list.item[found] = -1 - k;
+    else if (push(&m->env_list, -1 - k) != 0)
       return DOUBT;
   }
   return 0;
@@ -199,8 +211,8 @@ static int same_rule(const struct merge *m, int it, const struct gpuslice_fp_dev
 
 /* apply.cpp's already_allowed: an equal rule stands after the last deny. */
 static int already_allowed(const struct merge *m, const struct gpuslice_fp_device_node *d) {
-  for (int i = rule_list.n - 1; i >= 0; --i) {
-    const int it = rule_list.item[i];
+  for (int i = m->rule_list.n - 1; i >= 0; --i) {
+    const int it = m->rule_list.item[i];
     if (it >= 0 && m->nodes[it].kind != GPUSLICE_FP_JSON_OBJECT)
       continue;
     if (it >= 0 && kind_of(m, member(m, it, "allow")) == GPUSLICE_FP_JSON_FALSE)
@@ -219,7 +231,7 @@ static int merge_devices(struct merge *m, int linux_, int *devices, int *rules) 
   if (kind_of(m, linux_) != GPUSLICE_FP_JSON_OBJECT)
     return DOUBT;
   *devices = member(m, linux_, "devices");
-  if ((*devices >= 0 && m->nodes[*devices].kind != GPUSLICE_FP_JSON_ARRAY) || list_of(&device_list, m, *devices) != 0)
+  if ((*devices >= 0 && m->nodes[*devices].kind != GPUSLICE_FP_JSON_ARRAY) || list_of(&m->device_list, m, *devices, m->e->device_count) != 0)
     return DOUBT;
   int cgroup = 0;
   for (int k = 0; k < m->e->device_count; ++k)
@@ -227,23 +239,25 @@ static int merge_devices(struct merge *m, int linux_, int *devices, int *rules) 
   if (cgroup) {
     const int resources = member(m, linux_, "resources");
     *rules = kind_of(m, resources) == GPUSLICE_FP_JSON_OBJECT ? member(m, resources, "devices") : -1;
-    if (kind_of(m, *rules) != GPUSLICE_FP_JSON_ARRAY || list_of(&rule_list, m, *rules) != 0)
+    if (kind_of(m, *rules) != GPUSLICE_FP_JSON_ARRAY || list_of(&m->rule_list, m, *rules, m->e->device_count) != 0)
       return DOUBT;
   }
   m->new_rules = 0;
+  if (!(m->rule_device = take(m, (size_t)m->e->device_count)))
+    return DOUBT;
   for (int k = 0; k < m->e->device_count; ++k) {
     const struct gpuslice_fp_device_node *d = &m->e->devices[k];
-    for (int i = 0; i < device_list.n; ++i) {
-      const int it = device_list.item[i];
+    for (int i = 0; i < m->device_list.n; ++i) {
+      const int it = m->device_list.item[i];
       const int match = it < 0 ? streq(m->e->devices[-1 - it].path, d->path) : string_member_is(m, it, "path", d->path);
       if (match == DOUBT)
         return DOUBT;
       if (match) {
-        remove_at(&device_list, i);
+        remove_at(&m->device_list, i);
         break;
       }
     }
-    if (push(&device_list, -1 - k) != 0)
+    if (push(&m->device_list, -1 - k) != 0)
       return DOUBT;
     if (d->type != 'b' && d->type != 'c')
       continue;
@@ -251,7 +265,7 @@ static int merge_devices(struct merge *m, int linux_, int *devices, int *rules) 
     if (allowed == DOUBT)
       return DOUBT;
     if (!allowed) {
-      if (push(&rule_list, -1 - m->new_rules) != 0)
+      if (push(&m->rule_list, -1 - m->new_rules) != 0)
         return DOUBT;
       m->rule_device[m->new_rules++] = k;
     }
@@ -291,30 +305,32 @@ static int merge_mounts(struct merge *m, int *mounts) {
   if (!m->e->mount_count)
     return 0;
   *mounts = member(m, 0, "mounts");
-  if (kind_of(m, *mounts) != GPUSLICE_FP_JSON_ARRAY || list_of(&mount_list, m, *mounts) != 0)
+  if (kind_of(m, *mounts) != GPUSLICE_FP_JSON_ARRAY || list_of(&m->mount_list, m, *mounts, m->e->mount_count) != 0)
     return DOUBT;
   for (int k = 0; k < m->e->mount_count; ++k) {
     const char *destination = m->e->mounts[k].key;
-    for (int i = 0; i < mount_list.n; ++i) {
-      const int it = mount_list.item[i];
+    for (int i = 0; i < m->mount_list.n; ++i) {
+      const int it = m->mount_list.item[i];
       const int match =
           it < 0 ? streq(m->e->mounts[-1 - it].key, destination) : string_member_is(m, it, "destination", destination);
       if (match == DOUBT)
         return DOUBT;
       if (match) {
-        remove_at(&mount_list, i);
+        remove_at(&m->mount_list, i);
         break;
       }
     }
-    if (push(&mount_list, -1 - k) != 0)
+    if (push(&m->mount_list, -1 - k) != 0)
       return DOUBT;
   }
   /* Parents before children: a stable sort by depth (apply.cpp's). */
-  for (int i = 0; i < mount_list.n; ++i) {
-    const int it = mount_list.item[i];
+  if (!(m->mount_depth = (unsigned *)take(m, (size_t)m->mount_list.cap)))
+    return DOUBT;
+  for (int i = 0; i < m->mount_list.n; ++i) {
+    const int it = m->mount_list.item[i];
     if (it < 0) {
       const char *d = m->e->mounts[-1 - it].key;
-      mount_depth[i] = clean_depth(d, length(d));
+      m->mount_depth[i] = clean_depth(d, length(d));
       continue;
     }
     const int d = m->nodes[it].kind == GPUSLICE_FP_JSON_OBJECT ? member(m, it, "destination") : -1;
@@ -322,18 +338,18 @@ static int merge_mounts(struct merge *m, int *mounts) {
     const char *s = kind_of(m, d) == GPUSLICE_FP_JSON_STRING ? content(m, d, &n) : "";
     if (n && m->nodes[d].escaped)
       return DOUBT;
-    mount_depth[i] = clean_depth(s, n);
+    m->mount_depth[i] = clean_depth(s, n);
   }
-  for (int i = 1; i < mount_list.n; ++i) {
-    const int it = mount_list.item[i];
-    const unsigned depth = mount_depth[i];
+  for (int i = 1; i < m->mount_list.n; ++i) {
+    const int it = m->mount_list.item[i];
+    const unsigned depth = m->mount_depth[i];
     int j = i;
-    for (; j > 0 && mount_depth[j - 1] > depth; --j) {
-      mount_list.item[j] = mount_list.item[j - 1];
-      mount_depth[j] = mount_depth[j - 1];
+    for (; j > 0 && m->mount_depth[j - 1] > depth; --j) {
+      m->mount_list.item[j] = m->mount_list.item[j - 1];
+      m->mount_depth[j] = m->mount_depth[j - 1];
     }
-    mount_list.item[j] = it;
-    mount_depth[j] = depth;
+    m->mount_list.item[j] = it;
+    m->mount_depth[j] = depth;
   }
   return 0;
 }
@@ -516,11 +532,15 @@ static int insert_into(struct patch *p, int *n, const struct merge *m, int objec
 }
 
 long gpuslice_fp_apply_edits(const char *text, const struct gpuslice_fp_json_node *nodes, int count,
-                             const struct gpuslice_fp_edits *edits, char *out, size_t cap) {
-  struct merge *m = &state;
+                             const struct gpuslice_fp_edits *edits, char *out, size_t cap, int *work,
+                             size_t work_size) {
+  struct merge merge, *const m = &merge;
   m->t = text;
   m->nodes = nodes;
   m->e = edits;
+  m->work = work;
+  m->work_left = work_size;
+  m->new_rules = 0;
   if (count < 1 || nodes[0].kind != GPUSLICE_FP_JSON_OBJECT)
     return DOUBT;
   const int process = member(m, 0, "process"), linux_ = member(m, 0, "linux");
@@ -534,14 +554,14 @@ long gpuslice_fp_apply_edits(const char *text, const struct gpuslice_fp_json_nod
   struct patch patches[MAX_PATCHES];
   int n = 0, bad = 0;
   if (env >= 0)
-    bad |= replace_list(patches, &n, m, env, &env_list, ENV);
+    bad |= replace_list(patches, &n, m, env, &m->env_list, ENV);
   if (edits->device_count)
-    bad |= devices >= 0 ? replace_list(patches, &n, m, devices, &device_list, DEVICES)
+    bad |= devices >= 0 ? replace_list(patches, &n, m, devices, &m->device_list, DEVICES)
                         : insert_into(patches, &n, m, linux_, DEVICES_MEMBER);
   if (rules >= 0 && m->new_rules)
-    bad |= replace_list(patches, &n, m, rules, &rule_list, RULES);
+    bad |= replace_list(patches, &n, m, rules, &m->rule_list, RULES);
   if (mounts >= 0)
-    bad |= replace_list(patches, &n, m, mounts, &mount_list, MOUNTS);
+    bad |= replace_list(patches, &n, m, mounts, &m->mount_list, MOUNTS);
   if (edits->hook_count && hooks < 0)
     bad |= insert_into(patches, &n, m, 0, HOOKS_MEMBER);
   if (hooks >= 0) {
@@ -585,7 +605,7 @@ long gpuslice_fp_apply_edits(const char *text, const struct gpuslice_fp_json_nod
         }
     } else if (x->kind == DEVICES_MEMBER) {
       put_str(&o, has_members ? ",\"devices\":" : "\"devices\":");
-      put_list(&o, m, &device_list, DEVICES);
+      put_list(&o, m, &m->device_list, DEVICES);
     } else if (x->kind == STAGES_MEMBERS) {
       put_missing_stages(&o, m, x->node, has_members);
     } else {

@@ -58,13 +58,17 @@ struct gpuslice_fp_edits {
 };
 
 /* The most items one edited list (env, devices, rules, mounts) may hold. */
-#define GPUSLICE_FP_MERGE_MAX_ITEMS 1024
+#define GPUSLICE_FP_MERGE_MAX_ITEMS 4096
 
 /* Writes text (its tree: nodes, count) with the edits applied into out (at
  * most cap bytes): the length written, or -1 when the full program must
- * decide (above) or out is too small. Not reentrant (static work lists). */
+ * decide (above), or out or the work area (work_size ints: each edited
+ * list's elements and edits, and as many again) is too small. The work
+ * area is the caller's, so that what it touches lies with the rest of its
+ * memory (each page a process touches first costs a fault). */
 long gpuslice_fp_apply_edits(const char *text, const struct gpuslice_fp_json_node *nodes, int count,
-                             const struct gpuslice_fp_edits *edits, char *out, size_t cap);
+                             const struct gpuslice_fp_edits *edits, char *out, size_t cap, int *work,
+                             size_t work_size);
 
 #ifdef __cplusplus
 }

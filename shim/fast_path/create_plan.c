@@ -117,11 +117,11 @@ static int parse_line(char **field, int n, struct gpuslice_fp_plan *p) {
     h->path = field[1];
     h->type = t == '-' ? 0 : t;
     h->major = v[0], h->minor = v[1], h->mode = v[2];
-  } else if (equal(tag, "env") && n == 3 && p->edits.env_count < GPUSLICE_FP_PLAN_MAX_EDITS) {
+  } else if (equal(tag, "env") && n == 3 && p->edits.env_count < GPUSLICE_FP_PLAN_MAX_ENV) {
     struct gpuslice_fp_env_entry *e = &p->env[p->edits.env_count++];
     e->key = field[1];
     e->json = field[2];
-  } else if (equal(tag, "device") && n == 9 && p->edits.device_count < GPUSLICE_FP_PLAN_MAX_EDITS) {
+  } else if (equal(tag, "device") && n == 9 && p->edits.device_count < GPUSLICE_FP_PLAN_MAX_DEVICES) {
     struct gpuslice_fp_device_node *d = &p->device[p->edits.device_count++];
     const char t = field[2][0];
     if (field[2][1] || (t != 'b' && t != 'c' && t != 'p' && t != 'u') || numbers(field + 3, 5, v) != 0 ||
@@ -135,7 +135,7 @@ static int parse_line(char **field, int n, struct gpuslice_fp_plan *p) {
   } else if ((equal(tag, "mount") || equal(tag, "hook")) && n == 3) {
     const int mount = equal(tag, "mount");
     int *count = mount ? &p->edits.mount_count : &p->edits.hook_count;
-    if (*count >= GPUSLICE_FP_PLAN_MAX_EDITS)
+    if (*count >= (mount ? GPUSLICE_FP_PLAN_MAX_MOUNTS : GPUSLICE_FP_PLAN_MAX_HOOKS))
       return -1;
     struct gpuslice_fp_keyed_json *k = mount ? &p->mount[(*count)++] : &p->hook[(*count)++];
     k->key = field[1];

@@ -51,11 +51,17 @@ extern "C" {
 #define GPUSLICE_FP_PLAN_PREFIX "create-"
 #define GPUSLICE_FP_PLAN_MAX 65536
 
+/* The most of each a plan holds (a plan that would hold more is not
+ * written): a node's driver spec mounts some 50 files, adds a few nodes and
+ * hooks. Small, so that a parsed plan lies in a few pages. */
 #define GPUSLICE_FP_PLAN_MAX_PREFIXES 8
 #define GPUSLICE_FP_PLAN_MAX_SPEC_DIRS 8
-#define GPUSLICE_FP_PLAN_MAX_SPEC_FILES 64
-#define GPUSLICE_FP_PLAN_MAX_HOST_NODES 64
-#define GPUSLICE_FP_PLAN_MAX_EDITS 128
+#define GPUSLICE_FP_PLAN_MAX_SPEC_FILES 32
+#define GPUSLICE_FP_PLAN_MAX_HOST_NODES 32
+#define GPUSLICE_FP_PLAN_MAX_ENV 64
+#define GPUSLICE_FP_PLAN_MAX_DEVICES 64
+#define GPUSLICE_FP_PLAN_MAX_MOUNTS 128
+#define GPUSLICE_FP_PLAN_MAX_HOOKS 32
 
 /* A spec dir as the plan's writer saw it: absent, or its identity and mtime
  * (a spec file added, removed or renamed there changes it). */
@@ -78,23 +84,24 @@ struct gpuslice_fp_plan_node {
   unsigned long long major, minor, mode;
 };
 
+/* The arrays in the order a plan's text lists them, the largest last: what
+ * a usual plan fills lies together. */
 struct gpuslice_fp_plan {
   const char *writer;        /* the build id of the program that wrote it */
   const char *config_path;
   const char *config_digest; /* gpuslice_fp_digest of the config's bytes; "none": no config file */
   const char *devices;       /* the device list, as gpuslice_fp_requested_devices writes it */
-  int prefixes;
+  const char *log_file;      /* where the create's info line goes; "": none */
+  const char *cdi_env;       /* the state dir's cdi-env record, without its newline */
+  int prefixes, spec_dirs, spec_files, host_nodes;
+  struct gpuslice_fp_edits edits; /* pointing into the arrays below */
   const char *prefix[GPUSLICE_FP_PLAN_MAX_PREFIXES]; /* the annotation prefixes */
-  int spec_dirs, spec_files, host_nodes;
   struct gpuslice_fp_plan_dir spec_dir[GPUSLICE_FP_PLAN_MAX_SPEC_DIRS];
   struct gpuslice_fp_plan_file spec_file[GPUSLICE_FP_PLAN_MAX_SPEC_FILES];
   struct gpuslice_fp_plan_node host_node[GPUSLICE_FP_PLAN_MAX_HOST_NODES];
-  const char *log_file;      /* where the create's info line goes; "": none */
-  const char *cdi_env;       /* the state dir's cdi-env record, without its newline */
-  struct gpuslice_fp_env_entry env[GPUSLICE_FP_PLAN_MAX_EDITS];
-  struct gpuslice_fp_device_node device[GPUSLICE_FP_PLAN_MAX_EDITS];
-  struct gpuslice_fp_keyed_json mount[GPUSLICE_FP_PLAN_MAX_EDITS], hook[GPUSLICE_FP_PLAN_MAX_EDITS];
-  struct gpuslice_fp_edits edits; /* pointing into the arrays above */
+  struct gpuslice_fp_env_entry env[GPUSLICE_FP_PLAN_MAX_ENV];
+  struct gpuslice_fp_device_node device[GPUSLICE_FP_PLAN_MAX_DEVICES];
+  struct gpuslice_fp_keyed_json mount[GPUSLICE_FP_PLAN_MAX_MOUNTS], hook[GPUSLICE_FP_PLAN_MAX_HOOKS];
 };
 
 /* Parses buf[0..len) (its lines cut in place; buf[len] must be writable):

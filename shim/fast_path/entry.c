@@ -116,13 +116,26 @@ static const char *env_value(char **envp, const char *name) {
 /* The paths it builds go into the arena's free part too (nothing is read
  * into it while one is in use). */
 #define PATH_CAPACITY 4096
+/* A create with devices from a plan (below): config.json's tree, the plan's
+ * bytes and their parse, the merge's work area, the edited config.json. */
+#define SPEC_NODES 8192
+#define MERGE_WORK (2 * SPEC_NODES + 6 * 256 + 16)
+#define DEVICES_MAX 4095
+#define EDITED_MAX (SPEC_MAX + 1 + 65536)
+#define CREATE_SCRATCH                                                                                                \
+  (SPEC_NODES * sizeof(struct gpuslice_fp_json_node) + GPUSLICE_FP_PLAN_MAX + sizeof(struct gpuslice_fp_plan) +      \
+   DEVICES_MAX + 1 + MERGE_WORK * sizeof(int) + EDITED_MAX + 6 * 16)
 static struct {
-  /* These two here, not apart: a call that only execs touches one page of bss. */
+  /* These here, not apart: a call that only execs touches one page of bss. */
   size_t used;
   struct gpuslice_fp_handover handover;
+  /* a create's from a plan (below) */
+  struct gpuslice_fp_json_node *nodes;
+  struct gpuslice_fp_plan *plan;
+  char *edited;
   /* the record, its copy for the hand-over, the config, a create's
    * config.json's path and bytes; each read may take a byte more than it keeps */
-  char bytes[2 * RECORD_MAX + GPUSLICE_FAST_PATH_MAX_CONFIG + 1 + PATH_CAPACITY + SPEC_MAX + 1];
+  char bytes[2 * RECORD_MAX + GPUSLICE_FAST_PATH_MAX_CONFIG + 1 + PATH_CAPACITY + SPEC_MAX + 1 + CREATE_SCRATCH];
 } read_arena __attribute__((aligned(4096)));
 static char *free_arena(void) { return read_arena.bytes + read_arena.used; }
 
@@ -503,12 +516,17 @@ static void delete_stateful(char **argv, char **envp, const char *runtime, const
  * done and the full program runs (it decides again, from config.json as it
  * now lies: applying the same edits again changes nothing). */
 
-#define SPEC_NODES 8192
-#define EDITED_MAX (SPEC_MAX + 1 + 65536)
-static struct gpuslice_fp_json_node spec_nodes[SPEC_NODES];
-static struct gpuslice_fp_plan plan;
-static char plan_bytes[GPUSLICE_FP_PLAN_MAX + 1];
-static char edited[EDITED_MAX];
+/* What it works in: the arena's free part, each after the one before (the
+ * pages a create touches, together): config.json's tree, the device list,
+ * the plan's bytes and their parse, the merge's work area, the edited
+ * config.json. */
+
+static void *arena_take(size_t size) {
+  read_arena.used = (read_arena.used + 15) & ~(size_t)15;
+  void *const p = read_arena.bytes + read_arena.used;
+  read_arena.used += size;
+  return p;
+}
 
 static int sys_getpid(void) { return (int)sys_call(__NR_getpid, 0, 0, 0, 0, 0); }
 
@@ -525,7 +543,7 @@ static char *append_number(char *p, unsigned long long v) {
 }
 
 /* Reads the plan file `name` (root's alone, in a dir of root's alone) into
- * plan_bytes and parses it: 0, or -1. */
+ * the arena and parses it into read_arena.plan: 0, or -1. */
 static int read_plan(const char *name) {
   struct statx st;
   const int dir = sys_openat(AT_FDCWD, GPUSLICE_FP_PLAN_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -536,19 +554,24 @@ static int read_plan(const char *name) {
   sys_close(dir);
   if (fd < 0)
     return -1;
+  char *const bytes = free_arena();
   const long len = sys_statx(fd, "", AT_EMPTY_PATH, &st) == 0 && S_ISREG(st.stx_mode) && root_only(&st)
-                       ? read_all(fd, plan_bytes, GPUSLICE_FP_PLAN_MAX - 1)
+                       ? read_all(fd, bytes, GPUSLICE_FP_PLAN_MAX - 1)
                        : -1;
   sys_close(fd);
-  return len < 0 ? -1 : gpuslice_fp_parse_plan(plan_bytes, (size_t)len, &plan);
+  if (len < 0)
+    return -1;
+  read_arena.used += (size_t)len + 1; /* parsing writes bytes[len] */
+  read_arena.plan = arena_take(sizeof *read_arena.plan);
+  return gpuslice_fp_parse_plan(bytes, (size_t)len, read_arena.plan);
 }
 
 /* Whether the spec dirs and files, and the host nodes, are as the plan
  * found them. */
 static int plan_still_holds(void) {
   struct statx st;
-  for (int i = 0; i < plan.spec_dirs; ++i) {
-    const struct gpuslice_fp_plan_dir *d = &plan.spec_dir[i];
+  for (int i = 0; i < read_arena.plan->spec_dirs; ++i) {
+    const struct gpuslice_fp_plan_dir *d = &read_arena.plan->spec_dir[i];
     const long rc = sys_statx(AT_FDCWD, d->path, 0, &st);
     if (d->absent ? rc != -ENOENT
                   : rc != 0 || st.stx_dev_major != d->dev_major || st.stx_dev_minor != d->dev_minor ||
@@ -556,8 +579,8 @@ static int plan_still_holds(void) {
                         st.stx_mtime.tv_nsec != d->mtime_nsec)
       return 0;
   }
-  for (int i = 0; i < plan.spec_files; ++i) {
-    const struct gpuslice_fp_plan_file *f = &plan.spec_file[i];
+  for (int i = 0; i < read_arena.plan->spec_files; ++i) {
+    const struct gpuslice_fp_plan_file *f = &read_arena.plan->spec_file[i];
     if (sys_call(__NR_statx, AT_FDCWD, (long)f->path, 0, STATX_BASIC_STATS, (long)&st) != 0 ||
         st.stx_dev_major != f->dev_major || st.stx_dev_minor != f->dev_minor || st.stx_ino != f->ino ||
         st.stx_size != f->size || (unsigned long long)st.stx_mtime.tv_sec != f->mtime_sec ||
@@ -565,8 +588,8 @@ static int plan_still_holds(void) {
         st.stx_ctime.tv_nsec != f->ctime_nsec)
       return 0;
   }
-  for (int i = 0; i < plan.host_nodes; ++i) {
-    const struct gpuslice_fp_plan_node *h = &plan.host_node[i];
+  for (int i = 0; i < read_arena.plan->host_nodes; ++i) {
+    const struct gpuslice_fp_plan_node *h = &read_arena.plan->host_node[i];
     const long rc = sys_call(__NR_statx, AT_FDCWD, (long)h->path, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_MODE, (long)&st);
     char type = 0; /* lstat_host_node's: b, c, p, or an error */
     if (rc == 0)
@@ -661,7 +684,7 @@ static int make_state_dir(int containers, const char *id, const char *pid_file, 
   ok = ok && write_new_file(dir, GPUSLICE_FP_CREATOR_RECORD, record, (size_t)(p - record), 0600) == 0;
   /* cdi-env's text with its newline: the plan's line, whose newline
    * parsing made the NUL after it */
-  char *const env = (char *)plan.cdi_env;
+  char *const env = (char *)read_arena.plan->cdi_env;
   const size_t env_len = gpuslice_fp_strlen(env);
   env[env_len] = '\n';
   ok = ok && write_new_file(dir, GPUSLICE_FP_CDI_ENV_FILE, env, env_len + 1, 0444) == 0;
@@ -677,10 +700,10 @@ static int make_state_dir(int containers, const char *id, const char *pid_file, 
 
 /* The info line the full program logs (log::write_info_line's), best effort. */
 static void log_injected(const char *id, int pid) {
-  if (!*plan.log_file)
+  if (!*read_arena.plan->log_file)
     return;
   /* its directory, as log::setup makes it */
-  char *const dir = append(small_buf, plan.log_file);
+  char *const dir = append(small_buf, read_arena.plan->log_file);
   char *slash = dir;
   while (slash > small_buf && *slash != '/')
     --slash;
@@ -688,7 +711,7 @@ static void log_injected(const char *id, int pid) {
     *slash = '\0';
     sys_call(__NR_mkdir, (long)small_buf, 0755, 0, 0, 0);
   }
-  const int fd = (int)sys_call(__NR_openat, AT_FDCWD, (long)plan.log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+  const int fd = (int)sys_call(__NR_openat, AT_FDCWD, (long)read_arena.plan->log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
                                0666, 0);
   if (fd < 0)
     return;
@@ -697,11 +720,11 @@ static void log_injected(const char *id, int pid) {
     long nsec;
   } now = {0, 0};
   sys_call(__NR_clock_gettime, 0 /* CLOCK_REALTIME */, (long)&now, 0, 0, 0);
-  char *const line = edited; /* config.json is written by now */
+  char *const line = read_arena.edited; /* config.json is written by now */
   gpuslice_fp_utc_timestamp(now.sec, now.nsec, line);
   char *p = append(line + gpuslice_fp_strlen(line), " gpuslice-runtime[");
   p = append(append(append_number(p, (unsigned long long)pid), "] info: container "), id);
-  p = append(append(append(p, ": injected "), plan.devices), "\n");
+  p = append(append(append(p, ": injected "), read_arena.plan->devices), "\n");
   sys_call(__NR_write, fd, (long)line, p - line, 0, 0); /* one write: O_APPEND keeps lines whole */
   sys_close(fd);
 }
@@ -738,29 +761,31 @@ static void create_with_plan(int argc, char **argv, char **envp, int verb, const
     return;
   const char *const text = read_arena.handover.spec;
   const size_t len = read_arena.handover.spec_size;
-  const int count = gpuslice_fp_json_parse(text, len, spec_nodes, SPEC_NODES, 32);
+  read_arena.nodes = arena_take(0);
+  const int count = gpuslice_fp_json_parse(text, len, read_arena.nodes, SPEC_NODES, 32);
   if (count < 0)
     return;
+  arena_take((size_t)count * sizeof *read_arena.nodes);
   /* The devices asked for by annotation, every trigger taken for a prefix
    * (the plan says which are; another found in the text hands over below). */
-  char devices[4096], name[sizeof GPUSLICE_FP_PLAN_PREFIX + 16];
-  const long n = gpuslice_fp_requested_devices(text, spec_nodes, r->create_trigger, r->create_triggers, devices,
-                                               sizeof devices - 1);
-  if (n <= 0 || gpuslice_fp_strlen(r->config_path) + 1 + (size_t)n > sizeof edited)
+  char name[sizeof GPUSLICE_FP_PLAN_PREFIX + 16];
+  char *const devices = arena_take(DEVICES_MAX + 1);
+  const long n = gpuslice_fp_requested_devices(text, read_arena.nodes, r->create_trigger, r->create_triggers, devices,
+                                               DEVICES_MAX);
+  if (n <= 0 || gpuslice_fp_strlen(r->config_path) + 2 + (size_t)n > sizeof small_buf)
     return;
   devices[n] = '\0';
-  char *key = append(append(edited, r->config_path), "\n");
-  append(key, devices);
+  const char *const key_end = append(append(append(small_buf, r->config_path), "\n"), devices);
   append(name, GPUSLICE_FP_PLAN_PREFIX);
-  gpuslice_fp_digest(edited, gpuslice_fp_strlen(edited), name + sizeof GPUSLICE_FP_PLAN_PREFIX - 1);
+  gpuslice_fp_digest(small_buf, (size_t)(key_end - small_buf), name + sizeof GPUSLICE_FP_PLAN_PREFIX - 1);
   char digest[17];
   if (config_there)
     gpuslice_fp_digest(config, (size_t)config_len, digest);
   else
     append(digest, "none");
-  if (read_plan(name) != 0 || !gpuslice_fp_streq(plan.writer, build_id) ||
-      !gpuslice_fp_streq(plan.config_path, r->config_path) || !gpuslice_fp_streq(plan.config_digest, digest) ||
-      !gpuslice_fp_streq(plan.devices, devices))
+  if (read_plan(name) != 0 || !gpuslice_fp_streq(read_arena.plan->writer, build_id) ||
+      !gpuslice_fp_streq(read_arena.plan->config_path, r->config_path) || !gpuslice_fp_streq(read_arena.plan->config_digest, digest) ||
+      !gpuslice_fp_streq(read_arena.plan->devices, devices))
     return;
   /* The record's triggers that are no annotation prefix: env names the full
    * program would look at. */
@@ -768,14 +793,23 @@ static void create_with_plan(int argc, char **argv, char **envp, int verb, const
   int n_others = 0;
   for (int i = 0; i < r->create_triggers; ++i) {
     int prefix = 0;
-    for (int j = 0; j < plan.prefixes && !prefix; ++j)
-      prefix = gpuslice_fp_streq(plan.prefix[j], r->create_trigger[i]);
+    for (int j = 0; j < read_arena.plan->prefixes && !prefix; ++j)
+      prefix = gpuslice_fp_streq(read_arena.plan->prefix[j], r->create_trigger[i]);
     if (!prefix)
       others[n_others++] = r->create_trigger[i];
   }
-  if (gpuslice_fp_create_doubts(text, len, spec_nodes, others, n_others) || !plan_still_holds())
+  if (gpuslice_fp_create_doubts(text, len, read_arena.nodes, others, n_others) || !plan_still_holds())
     return;
-  const long edited_len = gpuslice_fp_apply_edits(text, spec_nodes, count, &plan.edits, edited, sizeof edited);
+  /* the merge's lists: each at most an array's elements and its edits */
+  const struct gpuslice_fp_edits *const e = &read_arena.plan->edits;
+  const size_t work_size = 2 * (size_t)count + (size_t)e->env_count + 3 * (size_t)e->device_count +
+                           2 * (size_t)e->mount_count + 16;
+  if (work_size > MERGE_WORK)
+    return;
+  int *const work = arena_take(work_size * sizeof(int));
+  read_arena.edited = arena_take(EDITED_MAX);
+  const long edited_len =
+      gpuslice_fp_apply_edits(text, read_arena.nodes, count, e, read_arena.edited, EDITED_MAX, work, work_size);
   if (edited_len < 0)
     return;
 
@@ -804,7 +838,7 @@ static void create_with_plan(int argc, char **argv, char **envp, int verb, const
   int done = make_state_dir(containers, id, pid_file, (unsigned long long)pid, start) == 0;
   if (done) {
     const long rc = sys_call(__NR_unlinkat, AT_FDCWD, (long)pid_file, 0, 0, 0);
-    done = (rc == 0 || rc == -ENOENT) && save_spec(read_arena.handover.spec_path, edited, (size_t)edited_len, pid) == 0;
+    done = (rc == 0 || rc == -ENOENT) && save_spec(read_arena.handover.spec_path, read_arena.edited, (size_t)edited_len, pid) == 0;
     if (!done)
       remove_state_dir(containers, id);
   }

@@ -139,8 +139,8 @@ std::optional<std::string> create_plan_text(const CreatePlanFacts &facts, const 
 
   text += line({"log", context.log_file});
   text += line({"cdi-env", facts.cdi_env});
-  if (e.env.size() > GPUSLICE_FP_PLAN_MAX_EDITS || nodes.size() > GPUSLICE_FP_PLAN_MAX_EDITS ||
-      e.mounts.size() > GPUSLICE_FP_PLAN_MAX_EDITS || e.hooks.size() > GPUSLICE_FP_PLAN_MAX_EDITS)
+  if (e.env.size() > GPUSLICE_FP_PLAN_MAX_ENV || nodes.size() > GPUSLICE_FP_PLAN_MAX_DEVICES ||
+      e.mounts.size() > GPUSLICE_FP_PLAN_MAX_MOUNTS || e.hooks.size() > GPUSLICE_FP_PLAN_MAX_HOOKS)
     return std::nullopt;
   for (const auto &entry : e.env) {
     const std::string key(env_key(entry));

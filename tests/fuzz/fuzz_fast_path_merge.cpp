@@ -19,6 +19,7 @@ using gpuslice::cdi::OciSpec;
 
 gpuslice_fp_json_node nodes[8192];
 char out[1 << 20];
+int work[1 << 16];
 
 const gpuslice_fp_env_entry kEnv[] = {{"PATH", "\"PATH=/usr/bin\""}, {"GPU", "\"GPU=0\""}};
 const gpuslice_fp_device_node kDevices[] = {{"/dev/nvidiactl", 'c', 195, 255, 0666, -1, -1, "rwm"},
@@ -81,7 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, std::size_t size) {
   const int count = gpuslice_fp_json_parse(text.data(), text.size(), nodes, 8192, GPUSLICE_FP_JSON_MAX_DEPTH);
   if (count < 0)
     return 0;
-  const long n = gpuslice_fp_apply_edits(text.data(), nodes, count, &kEdits, out, sizeof out);
+  const long n = gpuslice_fp_apply_edits(text.data(), nodes, count, &kEdits, out, sizeof out, work, std::size(work));
   if (n < 0)
     return 0;
   OciSpec expected = gpuslice::parse_json<OciSpec>(text);

@@ -145,7 +145,9 @@ TEST_CASE("fast path create: the plan the full program writes is the plan the en
   std::vector<gpuslice_fp_json_node> nodes(4096);
   const int count = gpuslice_fp_json_parse(runc.data(), runc.size(), nodes.data(), 4096, 32);
   std::string out(runc.size() + 8192, '\0');
-  const long n = gpuslice_fp_apply_edits(runc.data(), nodes.data(), count, &plan.edits, out.data(), out.size());
+  std::vector<int> work(4096);
+  const long n = gpuslice_fp_apply_edits(runc.data(), nodes.data(), count, &plan.edits, out.data(), out.size(),
+                                         work.data(), work.size());
   REQUIRE(n > 0);
   out.resize(static_cast<std::size_t>(n));
   CHECK(parse_json<OciSpec>(out) == expected);

@@ -63,13 +63,15 @@ std::optional<OciSpec> full_program(const std::string &text, const cdi::Containe
 }
 
 // What the entry makes of it: the document, or nullopt for -1.
-std::optional<OciSpec> entry(const std::string &text, const cdi::ContainerEdits &e) {
+std::optional<OciSpec> entry(const std::string &text, const cdi::ContainerEdits &e, std::size_t work_size = 4096) {
   std::vector<gpuslice_fp_json_node> nodes(4096);
   const int count = gpuslice_fp_json_parse(text.data(), text.size(), nodes.data(), 4096, GPUSLICE_FP_JSON_MAX_DEPTH);
   REQUIRE(count > 0);
   CEdits c(e);
   std::string out(text.size() + 64 * 1024, '\0');
-  const long n = gpuslice_fp_apply_edits(text.data(), nodes.data(), count, &c.edits, out.data(), out.size());
+  std::vector<int> work(work_size + 1);
+  const long n = gpuslice_fp_apply_edits(text.data(), nodes.data(), count, &c.edits, out.data(), out.size(),
+                                         work.data(), work_size);
   if (n < 0)
     return std::nullopt;
   out.resize(static_cast<std::size_t>(n));
@@ -150,6 +152,9 @@ TEST_CASE("fast path merge: replaces by key, keeps rules already granted, sorts 
   CHECK((*got)["linux"]["resources"]["devices"].size() == 4); // nvidiactl's rule was there
   CHECK((*got)["linux"]["devices"][1]["uid"] == 1000);        // the process's
   CHECK(!(*got)["linux"]["devices"][1].contains("gid"));        // gid 0: none
+  // Its lists in the work area given: each list's elements and new items, and as many ints again at most.
+  CHECK(!entry(text, e, 8));
+  CHECK(entry(text, e, 64) == expected);
 }
 
 TEST_CASE("fast path merge: hands over what apply_edits would judge on what it does not compare", "[fast-path]") {

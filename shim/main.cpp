@@ -10,7 +10,9 @@
 // before main, in the fast path (fast_path/entry.c), when a record this
 // program saved shows it would do nothing else; so does the delete of a
 // container with devices and no limits (its state dir holds only plain files),
-// and of an ended one with limits whose monitor runs (it removes the dir).
+// and of an ended one with limits whose monitor runs (it removes the dir). A
+// create with devices and no limits is the entry's too once this program has
+// left a plan for those devices (shim/create_plan.hpp).
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"

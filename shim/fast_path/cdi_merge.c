@@ -200,7 +200,8 @@ static int same_rule(const struct merge *m, int it, const struct gpuslice_fp_dev
   int r;
   if (kind_of(m, member(m, it, "allow")) != GPUSLICE_FP_JSON_TRUE)
     return 0;
-  if ((r = string_is(m, member(m, it, "type"), type)) != 1 || (r = string_is(m, member(m, it, "access"), d->access)) != 1)
+  if ((r = string_is(m, member(m, it, "type"), type)) != 1 ||
+      (r = string_is(m, member(m, it, "access"), d->access)) != 1)
     return r;
   if ((r = plain_number(m, member(m, it, "major"), &major)) != 1 || major != d->major)
     return r == DOUBT ? DOUBT : 0;
@@ -231,7 +232,8 @@ static int merge_devices(struct merge *m, int linux_, int *devices, int *rules) 
   if (kind_of(m, linux_) != GPUSLICE_FP_JSON_OBJECT)
     return DOUBT;
   *devices = member(m, linux_, "devices");
-  if ((*devices >= 0 && m->nodes[*devices].kind != GPUSLICE_FP_JSON_ARRAY) || list_of(&m->device_list, m, *devices, m->e->device_count) != 0)
+  if ((*devices >= 0 && m->nodes[*devices].kind != GPUSLICE_FP_JSON_ARRAY) ||
+      list_of(&m->device_list, m, *devices, m->e->device_count) != 0)
     return DOUBT;
   int cgroup = 0;
   for (int k = 0; k < m->e->device_count; ++k)

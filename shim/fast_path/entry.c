@@ -5,7 +5,10 @@
  * runs exactly as if this did not exist. It also takes a create or run
  * whose config.json cannot hold a request (spec_without_request), leaving
  * any temporary config.json a killed create left to the next create the
- * full program runs. One call it finishes itself: the delete of a live
+ * full program runs. A create with devices that a plan the full program
+ * left covers (create_plan.h) it does itself, config.json and state dir
+ * included, and execs the runtime (create_with_plan). One call it finishes
+ * itself: the delete of a live
  * container with devices and no limits (delete_stateful), whose runtime it
  * runs as a child before removing the state dir. The delete of an ended
  * container with limits whose monitor runs is an exec: the monitor removes
@@ -590,7 +593,8 @@ static int plan_still_holds(void) {
   }
   for (int i = 0; i < read_arena.plan->host_nodes; ++i) {
     const struct gpuslice_fp_plan_node *h = &read_arena.plan->host_node[i];
-    const long rc = sys_call(__NR_statx, AT_FDCWD, (long)h->path, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_MODE, (long)&st);
+    const long rc =
+        sys_call(__NR_statx, AT_FDCWD, (long)h->path, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_MODE, (long)&st);
     char type = 0; /* lstat_host_node's: b, c, p, or an error */
     if (rc == 0)
       type = S_ISBLK(st.stx_mode) ? 'b' : S_ISCHR(st.stx_mode) ? 'c' : S_ISFIFO(st.stx_mode) ? 'p' : 0;
@@ -689,7 +693,8 @@ static int make_state_dir(int containers, const char *id, const char *pid_file, 
   env[env_len] = '\n';
   ok = ok && write_new_file(dir, GPUSLICE_FP_CDI_ENV_FILE, env, env_len + 1, 0444) == 0;
   env[env_len] = '\0';
-  ok = ok && write_new_file(dir, GPUSLICE_FP_INIT_PID_FILE_RECORD, small_buf, (size_t)(pid_line - small_buf), 0444) == 0;
+  const size_t pid_len = (size_t)(pid_line - small_buf);
+  ok = ok && write_new_file(dir, GPUSLICE_FP_INIT_PID_FILE_RECORD, small_buf, pid_len, 0444) == 0;
   if (dir >= 0)
     sys_close(dir);
   if (ok && sys_call(__NR_renameat2, containers, (long)temp, containers, (long)id, 1 /* RENAME_NOREPLACE */) == 0)
@@ -711,8 +716,8 @@ static void log_injected(const char *id, int pid) {
     *slash = '\0';
     sys_call(__NR_mkdir, (long)small_buf, 0755, 0, 0, 0);
   }
-  const int fd = (int)sys_call(__NR_openat, AT_FDCWD, (long)read_arena.plan->log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-                               0666, 0);
+  const int fd = (int)sys_call(__NR_openat, AT_FDCWD, (long)read_arena.plan->log_file,
+                               O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666, 0);
   if (fd < 0)
     return;
   struct {
@@ -743,7 +748,8 @@ static int save_spec(const char *path, const char *text, size_t len, int pid) {
     return -1;
   char *p = append(append(small_buf, path), GPUSLICE_FP_TEMP_MARKER);
   append_number(append(append_number(p, (unsigned long long)pid), "."), nonce);
-  if (write_new_file(AT_FDCWD, temp, text, len, mode) == 0 && sys_call(__NR_rename, (long)temp, (long)path, 0, 0, 0) == 0)
+  if (write_new_file(AT_FDCWD, temp, text, len, mode) == 0 &&
+      sys_call(__NR_rename, (long)temp, (long)path, 0, 0, 0) == 0)
     return 0;
   sys_call(__NR_unlinkat, AT_FDCWD, (long)temp, 0, 0, 0);
   return -1;
@@ -784,7 +790,8 @@ static void create_with_plan(int argc, char **argv, char **envp, int verb, const
   else
     append(digest, "none");
   if (read_plan(name) != 0 || !gpuslice_fp_streq(read_arena.plan->writer, build_id) ||
-      !gpuslice_fp_streq(read_arena.plan->config_path, r->config_path) || !gpuslice_fp_streq(read_arena.plan->config_digest, digest) ||
+      !gpuslice_fp_streq(read_arena.plan->config_path, r->config_path) ||
+      !gpuslice_fp_streq(read_arena.plan->config_digest, digest) ||
       !gpuslice_fp_streq(read_arena.plan->devices, devices))
     return;
   /* The record's triggers that are no annotation prefix: env names the full
@@ -838,7 +845,8 @@ static void create_with_plan(int argc, char **argv, char **envp, int verb, const
   int done = make_state_dir(containers, id, pid_file, (unsigned long long)pid, start) == 0;
   if (done) {
     const long rc = sys_call(__NR_unlinkat, AT_FDCWD, (long)pid_file, 0, 0, 0);
-    done = (rc == 0 || rc == -ENOENT) && save_spec(read_arena.handover.spec_path, read_arena.edited, (size_t)edited_len, pid) == 0;
+    done = (rc == 0 || rc == -ENOENT) &&
+           save_spec(read_arena.handover.spec_path, read_arena.edited, (size_t)edited_len, pid) == 0;
     if (!done)
       remove_state_dir(containers, id);
   }
@@ -900,8 +908,8 @@ static void map_in_startup_pages(long *sp, const unsigned long *aux) {
   hot.bss = (unsigned long)&gpuslice_hot_bss_end + 1;
 #endif
   struct gpuslice_fp_page_range ranges[3 * 8 + 1];
-  const int n = gpuslice_fp_startup_pages(phdr, phnum, gpuslice_fp_load_bias(phdr, phnum), aux_value(aux, AT_PAGESZ), (unsigned long)sp, hot,
-                                          ranges, (int)(sizeof ranges / sizeof ranges[0]));
+  const int n = gpuslice_fp_startup_pages(phdr, phnum, gpuslice_fp_load_bias(phdr, phnum), aux_value(aux, AT_PAGESZ),
+                                          (unsigned long)sp, hot, ranges, (int)(sizeof ranges / sizeof ranges[0]));
   for (int i = 0; i < n; ++i)
     if (sys_call(__NR_madvise, (long)ranges[i].start, (long)(ranges[i].end - ranges[i].start),
                  ranges[i].write ? 23 /* MADV_POPULATE_WRITE */ : 22 /* MADV_POPULATE_READ */, 0, 0) == -EINVAL)

@@ -50,7 +50,8 @@ enum gpuslice_fp_verb_kind {
   GPUSLICE_FP_PLAIN,     /* the full program only execs the runtime (kill, list, ...) */
   GPUSLICE_FP_MONITORED, /* it does more when the container has a monitor (start, state, ps, pause, resume) */
   GPUSLICE_FP_STATEFUL,  /* it does more when the container has gpuslice state (delete, exec) */
-  GPUSLICE_FP_BUNDLE     /* create, run: always the full program */
+  GPUSLICE_FP_BUNDLE     /* create, run: the full program, unless config.json asks for nothing or a plan
+                            covers what it asks for (create_plan.h) */
 };
 enum gpuslice_fp_verb_kind gpuslice_fp_verb_kind(const char *verb);
 

@@ -28,7 +28,9 @@ bool plain(const std::string &s) {
 }
 
 // One field of a line: no tab, no newline (JSON text has neither raw).
-bool field(const std::string &s) { return s.find_first_of("\t\n") == std::string::npos && s.find('\0') == std::string::npos; }
+bool field(const std::string &s) {
+  return s.find_first_of("\t\n") == std::string::npos && s.find('\0') == std::string::npos;
+}
 
 std::optional<std::string> json_text(const cdi::OciSpec &value) {
   try {

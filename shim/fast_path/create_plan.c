@@ -61,9 +61,10 @@ static int number(const char *s, unsigned long long *v) {
   if (!*s)
     return -1;
   for (; *s; ++s) {
-    if (*s < '0' || *s > '9' || n > 1844674407370955161ull)
+    const unsigned long long d = (unsigned long long)(*s - '0');
+    if (*s < '0' || *s > '9' || n > (~0ull - d) / 10)
       return -1;
-    n = n * 10 + (unsigned long long)(*s - '0');
+    n = n * 10 + d;
   }
   *v = n;
   return 0;
@@ -218,7 +219,12 @@ long gpuslice_fp_requested_devices(const char *text, const struct gpuslice_fp_js
     return 0;
   size_t len = 0;
   int any = 0, last = -1; /* the last key taken: each round takes the least one after it */
+  /* Bounds on the work a config.json can ask for (each round scans the
+   * annotations, each device the list so far): more is the full program's. */
+  int rounds = 0, parts = 0;
   for (;;) {
+    if (++rounds > GPUSLICE_FP_MAX_REQUEST_ANNOTATIONS + 1)
+      return -1;
     int next = -1;
     for (int m = nodes[annotations].first_child; m >= 0; m = nodes[m].next_sibling) {
       const char *key = text + nodes[m].key_start + 1;
@@ -243,6 +249,8 @@ long gpuslice_fp_requested_devices(const char *text, const struct gpuslice_fp_js
       size_t j = i;
       while (j < n && value[j] != ',')
         ++j;
+      if (++parts > GPUSLICE_FP_MAX_REQUESTED_DEVICES)
+        return -1;
       if (!(any && listed(out, len, value + i, j - i))) {
         if (len + (any ? 1 : 0) + (j - i) > cap)
           return -1;

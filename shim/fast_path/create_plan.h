@@ -115,7 +115,10 @@ void gpuslice_fp_digest(const char *s, size_t len, char out[17]);
  * finds them: the annotations whose keys start with one of the prefixes, in
  * the order of their keys, each value split at ',', every device once;
  * written into out (cap bytes) joined by ','. Its length (0: none), or -1
- * when an escape hides a value or out is too small. */
+ * when an escape hides a value, out is too small, or there are more than
+ * these annotations or devices (with duplicates) to look at. */
+#define GPUSLICE_FP_MAX_REQUEST_ANNOTATIONS 64
+#define GPUSLICE_FP_MAX_REQUESTED_DEVICES 256
 long gpuslice_fp_requested_devices(const char *text, const struct gpuslice_fp_json_node *nodes,
                                    const char *const *prefixes, int n_prefixes, char *out, size_t cap);
 

@@ -669,23 +669,39 @@ static void remove_state_dir(int containers, const char *name) {
   sys_call(__NR_unlinkat, containers, (long)name, AT_REMOVEDIR, 0, 0);
 }
 
+/* The state dir of `id` removed, when it is still the one this process
+ * made: its creator record is `record` (state::remove_container_dir's
+ * check; a delete and a create of the same id may have come between). */
+static void remove_own_state_dir(int containers, const char *id, const char *record) {
+  const int dir = sys_openat(containers, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir < 0)
+    return;
+  const long len = read_small(dir, GPUSLICE_FP_CREATOR_RECORD, 64);
+  sys_close(dir);
+  if (len == (long)gpuslice_fp_strlen(record)) {
+    small_buf[len] = '\0';
+    if (gpuslice_fp_streq(small_buf, record))
+      remove_state_dir(containers, id);
+  }
+}
+
 /* The state dir of `id`, made as state::create_container_dir and
- * shim::commit_host make it: 0, or -1 with nothing left. */
-static int make_state_dir(int containers, const char *id, const char *pid_file, unsigned long long pid,
-                          unsigned long long start) {
-  char temp[300], record[64];
-  char *p = append(append_number(append(temp, GPUSLICE_FP_STATE_TEMP_PREFIX), pid), "-");
-  append(p, id);
+ * shim::commit_host make it, its creator record `record` ("PID START\n"):
+ * 0, or -1 with nothing left. */
+static int make_state_dir(int containers, const char *id, const char *pid_file, const char *record) {
+  char temp[300];
+  char *p = append(temp, GPUSLICE_FP_STATE_TEMP_PREFIX);
+  for (const char *r = record; *r && *r != ' '; ++r) /* the pid: the record's first field */
+    *p++ = *r;
+  append(append(p, "-"), id);
   if (sys_call(__NR_mkdirat, containers, (long)temp, 0700, 0, 0) != 0)
     return -1;
   const int dir = open_secure_dir(containers, temp, 0);
   int ok = dir >= 0;
-  p = append(append_number(record, pid), " ");
-  p = append(append_number(p, start), "\n");
   char *const pid_line = append(append(small_buf, pid_file), "\n");
   ok = ok && write_new_file(dir, GPUSLICE_FP_STATE_FORMAT_FILE, GPUSLICE_FP_STATE_FORMAT_TEXT,
                             sizeof GPUSLICE_FP_STATE_FORMAT_TEXT - 1, 0600) == 0;
-  ok = ok && write_new_file(dir, GPUSLICE_FP_CREATOR_RECORD, record, (size_t)(p - record), 0600) == 0;
+  ok = ok && write_new_file(dir, GPUSLICE_FP_CREATOR_RECORD, record, gpuslice_fp_strlen(record), 0600) == 0;
   /* cdi-env's text with its newline: the plan's line, whose newline
    * parsing made the NUL after it */
   char *const env = (char *)read_arena.plan->cdi_env;
@@ -792,7 +808,8 @@ static void create_with_plan(int argc, char **argv, char **envp, int verb, const
   if (read_plan(name) != 0 || !gpuslice_fp_streq(read_arena.plan->writer, build_id) ||
       !gpuslice_fp_streq(read_arena.plan->config_path, r->config_path) ||
       !gpuslice_fp_streq(read_arena.plan->config_digest, digest) ||
-      !gpuslice_fp_streq(read_arena.plan->devices, devices))
+      !gpuslice_fp_streq(read_arena.plan->devices, devices) ||
+      gpuslice_fp_strlen(read_arena.plan->log_file) + 1 > sizeof small_buf) /* log_injected's */
     return;
   /* The record's triggers that are no annotation prefix: env names the full
    * program would look at. */
@@ -839,16 +856,18 @@ static void create_with_plan(int argc, char **argv, char **envp, int verb, const
       sys_close(containers);
     return;
   }
+  char record[48]; /* this process, as the creator record names it */
+  append(append_number(append(append_number(record, (unsigned long long)pid), " "), start), "\n");
 
   /* The changes: the state dir, the pid file an earlier container left,
    * config.json, the log line, the runtime. */
-  int done = make_state_dir(containers, id, pid_file, (unsigned long long)pid, start) == 0;
+  const char *const path = read_arena.handover.spec_path;
+  int done = make_state_dir(containers, id, pid_file, record) == 0;
   if (done) {
     const long rc = sys_call(__NR_unlinkat, AT_FDCWD, (long)pid_file, 0, 0, 0);
-    done = (rc == 0 || rc == -ENOENT) &&
-           save_spec(read_arena.handover.spec_path, read_arena.edited, (size_t)edited_len, pid) == 0;
+    done = (rc == 0 || rc == -ENOENT) && save_spec(path, read_arena.edited, (size_t)edited_len, pid) == 0;
     if (!done)
-      remove_state_dir(containers, id);
+      remove_own_state_dir(containers, id, record);
   }
   if (done) {
     log_injected(id, pid);
@@ -856,9 +875,12 @@ static void create_with_plan(int argc, char **argv, char **envp, int verb, const
     argv[0] = (char *)r->runtime;
     sys_call(__NR_execve, (long)r->runtime, (long)argv, (long)envp, 0, 0);
     argv[0] = program;
-    /* not executable after all: the full program says why, from config.json as it is now */
-    remove_state_dir(containers, id);
-    read_arena.handover.spec_path = 0;
+    /* Not executable after all: config.json as it was, and the full
+     * program says why (what the entry read still holds, but for a
+     * config.json that could not be put back). */
+    remove_own_state_dir(containers, id, record);
+    if (save_spec(path, text, len, pid) != 0)
+      read_arena.handover.spec_path = 0;
   }
   sys_close(containers);
 }

@@ -31,6 +31,8 @@ std::vector<std::string> create_triggers(const Config &config) {
   if (config.accept_env_requests)
     triggers.insert(triggers.end(), std::begin(kEnvRequestVars), std::end(kEnvRequestVars));
   triggers.insert(triggers.end(), std::begin(kLimitEnvVars), std::end(kLimitEnvVars));
+  if (config.accept_gpushare_env) // a limit of gpushare's (container_limits)
+    triggers.push_back("ALIYUN_COM_GPU_MEM_CONTAINER");
   return triggers;
 }
 

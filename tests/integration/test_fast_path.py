@@ -700,3 +700,48 @@ def test_a_create_from_a_plan_refuses_nothing_the_full_program_would_not(gpuslic
     assert (taken, p.returncode) == ("full", 1)
     assert not (gpuslice_state_dir / "containers" / (cid + "-twice")).exists()
     rt.delete(cid, force=True)
+
+
+def test_a_limit_of_gpushare_in_the_env_leaves_the_create_to_the_full_program(gpuslice_runtime, fresh_record, bundle,
+                                                                              fake_gpu, cid, test_tmp):
+    """With accept-gpushare-env, ALIYUN_COM_GPU_MEM_CONTAINER in the env is a
+    limit the full program reads (or refuses): a plan made for the same
+    devices without it does not cover such a create."""
+    rt, log = gpuslice_runtime, test_tmp / "strace.log"
+    config = Path(rt.env["GPUSLICE_CONFIG"])
+    config.write_text(config.read_text().replace("[runtime]\n", "[runtime]\naccept-gpushare-env = true\n", 1))
+    planned(rt, bundle, fake_gpu, cid, log)
+    spec = json.loads(bundle.config_path.read_text())
+    spec["process"]["env"].append("ALIYUN_COM_GPU_MEM_CONTAINER=abc")
+    bundle.config_path.write_text(json.dumps(spec))
+    taken, p = path_taken(rt, log, *create_args(bundle, cid + "-gpushare"), prefix=QUIET)
+    assert (taken, p.returncode) == ("full", 1)  # refused: not a number of GiB
+    assert cid + "-gpushare" not in rt.list_ids()
+    rt.delete(cid, force=True)
+
+
+def test_a_runtime_that_cannot_be_executed_gets_config_json_back(gpuslice_runtime, fresh_record, bundle, fake_gpu,
+                                                                 cid, gpuslice_state_dir, test_tmp):
+    """The entry's create undoes what it did when the runtime's exec fails
+    (config.json as it was read, the state dir gone) and hands over: the
+    full program then refuses, naming the runtime."""
+    rt, log = gpuslice_runtime, test_tmp / "strace.log"
+    runtime = test_tmp / "lowlevel-runtime"
+    shutil.copy(rt.lowlevel.argv[0], runtime)
+    config = Path(rt.env["GPUSLICE_CONFIG"])
+    config.write_text(re.sub(r"runtimes = \[[^\]]*\]", f'runtimes = ["{runtime}"]', config.read_text(), count=1))
+    planned(rt, bundle, fake_gpu, cid, log)
+    original = bundle.config_path.read_bytes()
+    runtime.chmod(0o644)
+    try:
+        one = cid + "-noexec"
+        p = subprocess.run(rt.cmd(*create_args(bundle, one)), env=rt.env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=60)
+        assert p.returncode == 1 and "no low-level runtime found" in p.stderr, p.stderr
+        assert bundle.config_path.read_bytes() == original
+        assert not (gpuslice_state_dir / "containers" / one).exists()
+        lines = (test_tmp / "gpuslice-log" / "gpuslice-runtime.log").read_text().splitlines()
+        assert sum(f"container {one}: injected " in line for line in lines) == 1  # the entry's, before its exec
+    finally:
+        runtime.chmod(0o755)
+    rt.delete(cid, force=True)

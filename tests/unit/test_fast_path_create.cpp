@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <utime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <random>
@@ -262,6 +263,25 @@ TEST_CASE("fast path create: the devices asked for by annotation are collect_req
   REQUIRE(gpuslice_fp_json_parse(plain.data(), plain.size(), nodes.data(), 16, 8) > 0);
   CHECK(gpuslice_fp_requested_devices(plain.data(), nodes.data(), prefixes, 3, out, 8) == -1);
   CHECK(gpuslice_fp_requested_devices(plain.data(), nodes.data(), prefixes, 3, out, sizeof out) == 16);
+  // Bounded work: more annotations of a prefix, or more devices named, than a request has.
+  auto devices_of = [&](const OciSpec &spec) {
+    const std::string text = spec.dump();
+    std::vector<gpuslice_fp_json_node> many(2048);
+    REQUIRE(gpuslice_fp_json_parse(text.data(), text.size(), many.data(), 2048, 8) > 0);
+    char list[8192];
+    return gpuslice_fp_requested_devices(text.data(), many.data(), prefixes, 3, list, sizeof list);
+  };
+  OciSpec spec = {{"annotations", OciSpec::object()}};
+  for (int i = 0; i < GPUSLICE_FP_MAX_REQUEST_ANNOTATIONS; ++i)
+    spec["annotations"]["cdi.k8s.io/a" + std::to_string(i)] = "nvidia.com/gpu=0";
+  CHECK(devices_of(spec) == 16);
+  spec["annotations"]["cdi.k8s.io/last"] = "nvidia.com/gpu=0";
+  CHECK(devices_of(spec) == -1);
+  std::string repeated = "nvidia.com/gpu=0";
+  for (int i = 1; i < GPUSLICE_FP_MAX_REQUESTED_DEVICES; ++i)
+    repeated += ",nvidia.com/gpu=0";
+  CHECK(devices_of(OciSpec{{"annotations", {{"cdi.k8s.io/a", repeated}}}}) == 16);
+  CHECK(devices_of(OciSpec{{"annotations", {{"cdi.k8s.io/a", repeated + ",x"}}}}) == -1);
 }
 
 TEST_CASE("fast path create: what else in a config.json leaves the create to the full program", "[fast-path]") {
@@ -338,4 +358,16 @@ TEST_CASE("fast path create: the state dir's names and texts are the state libra
   fs::write_file_atomic(leftover, "{}", 0644);
   fs::remove_stale_temporaries(bundle + "/config.json");
   CHECK(!std::filesystem::exists(leftover));
+}
+
+TEST_CASE("fast path create: a limit of gpushare's in the env is a trigger where the config reads it", "[fast-path]") {
+  // The entry hands a create over when a trigger that is no annotation
+  // prefix is in config.json: container_limits reads this one.
+  Config config;
+  const auto has = [](const std::vector<std::string> &v, const char *s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+  };
+  CHECK(!has(shim::create_triggers(config), "ALIYUN_COM_GPU_MEM_CONTAINER"));
+  config.accept_gpushare_env = true;
+  CHECK(has(shim::create_triggers(config), "ALIYUN_COM_GPU_MEM_CONTAINER"));
 }

@@ -13,17 +13,6 @@ static int starts_with(const char *s, size_t len, const char *prefix) {
   return !prefix[i];
 }
 
-void gpuslice_fp_digest(const char *s, size_t len, char out[17]) {
-  unsigned long long h = 14695981039346656037ull;
-  for (size_t i = 0; i < len; ++i) {
-    h ^= (unsigned char)s[i];
-    h *= 1099511628211ull;
-  }
-  for (int i = 15; i >= 0; --i, h >>= 4)
-    out[i] = "0123456789abcdef"[h & 15];
-  out[16] = '\0';
-}
-
 /* ---- the plan's text ---------------------------------------------------- */
 
 #define MAX_FIELDS 10
@@ -265,20 +254,12 @@ long gpuslice_fp_requested_devices(const char *text, const struct gpuslice_fp_js
   }
 }
 
-static int contains(const char *hay, size_t len, const char *needle) {
-  const size_t n = gpuslice_fp_strlen(needle);
-  for (size_t i = 0; n && i + n <= len; ++i)
-    if (starts_with(hay + i, len - i, needle))
-      return 1;
-  return 0;
-}
-
 int gpuslice_fp_create_doubts(const char *text, size_t len, const struct gpuslice_fp_json_node *nodes,
                               const char *const *triggers, int n_triggers) {
   if (nodes[0].kind != GPUSLICE_FP_JSON_OBJECT)
     return 1;
   for (int i = 0; i < n_triggers; ++i)
-    if (contains(text, len, triggers[i]))
+    if (gpuslice_fp_contains(text, len, triggers[i]))
       return 1;
   const int process = gpuslice_fp_json_member(text, nodes, 0, "process");
   const int linux_ = gpuslice_fp_json_member(text, nodes, 0, "linux");

@@ -21,6 +21,7 @@
 #define GPUSLICE_SHIM_FAST_PATH_CREATE_PLAN_H
 
 #include "cdi_merge.h"
+#include "fast_path.h"
 #include "json_tree.h"
 
 #include <stddef.h>
@@ -89,7 +90,7 @@ struct gpuslice_fp_plan_node {
 struct gpuslice_fp_plan {
   const char *writer;        /* the build id of the program that wrote it */
   const char *config_path;
-  const char *config_digest; /* gpuslice_fp_digest of the config's bytes; "none": no config file */
+  const char *config_digest; /* gpuslice_fp_digest (fast_path.h) of the config's bytes; "none": no config file */
   const char *devices;       /* the device list, as gpuslice_fp_requested_devices writes it */
   const char *log_file;      /* where the create's info line goes; "": none */
   const char *cdi_env;       /* the state dir's cdi-env record, without its newline */
@@ -107,9 +108,6 @@ struct gpuslice_fp_plan {
 /* Parses buf[0..len) (its lines cut in place; buf[len] must be writable):
  * 0, or -1 for anything not exactly the format. */
 int gpuslice_fp_parse_plan(char *buf, size_t len, struct gpuslice_fp_plan *out);
-
-/* FNV-1a 64 of s[0..len), as 16 lower-case hex digits and a NUL. */
-void gpuslice_fp_digest(const char *s, size_t len, char out[17]);
 
 /* The devices a config.json asks for by annotation, as collect_requests
  * finds them: the annotations whose keys start with one of the prefixes, in

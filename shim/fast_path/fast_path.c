@@ -83,16 +83,18 @@ int gpuslice_fp_safe_container_id(const char *id) {
   return 1;
 }
 
-void gpuslice_fp_record_name(const char *s, char out[17]) {
+void gpuslice_fp_digest(const char *s, size_t len, char out[17]) {
   unsigned long long h = 14695981039346656037ull;
-  for (; *s; ++s) {
-    h ^= (unsigned char)*s;
+  for (size_t i = 0; i < len; ++i) {
+    h ^= (unsigned char)s[i];
     h *= 1099511628211ull;
   }
   for (int i = 15; i >= 0; --i, h >>= 4)
     out[i] = "0123456789abcdef"[h & 15];
   out[16] = '\0';
 }
+
+void gpuslice_fp_record_name(const char *s, char out[17]) { gpuslice_fp_digest(s, gpuslice_fp_strlen(s), out); }
 
 /* The next line of [*p, end), NUL-terminated in place; NULL when no '\n'. */
 static char *take_line(char **p, char *end) {
@@ -264,8 +266,7 @@ int gpuslice_fp_create_bundle(int argc, char *const *argv, int verb, const char 
   return ids == 1 ? 0 : -1;
 }
 
-/* Whether needle (NUL-terminated, not empty) occurs in hay[0..len). */
-static int contains(const char *hay, size_t len, const char *needle) {
+int gpuslice_fp_contains(const char *hay, size_t len, const char *needle) {
   const size_t n = gpuslice_fp_strlen(needle);
   for (size_t i = 0; n && i + n <= len; ++i)
     if (hay[i] == needle[0] && bytes_equal(hay + i, needle, n))
@@ -279,7 +280,7 @@ int gpuslice_fp_spec_may_request(const char *json, size_t len, const struct gpus
   if (r->create_triggers < 0)
     return 1;
   for (int i = 0; i < r->create_triggers; ++i)
-    if (contains(json, len, r->create_trigger[i]))
+    if (gpuslice_fp_contains(json, len, r->create_trigger[i]))
       return 1;
   for (size_t i = 0; i < len; ++i) {
     if (json[i] == '\0' || (json[i] == '\\' && i + 1 < len && (json[i + 1] == 'u' || json[i + 1] == '/')))

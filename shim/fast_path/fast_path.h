@@ -98,8 +98,9 @@ int gpuslice_fp_proc_stat_start(const char *buf, size_t len, unsigned long long 
 /* state::is_safe_container_id: only such names can have a state dir. */
 int gpuslice_fp_safe_container_id(const char *id);
 
-/* 16 lower-case hex digits of FNV-1a 64 of `s`, and a NUL, into out[17]:
- * the record's file name for config path `s`. */
+/* FNV-1a 64 of s[0..len), as 16 lower-case hex digits and a NUL. */
+void gpuslice_fp_digest(const char *s, size_t len, char out[17]);
+/* Its digest of `s`: the record's file name for config path `s`. */
 void gpuslice_fp_record_name(const char *s, char out[17]);
 
 /* A record, parsed: pointers into the buffer given (lines NUL-terminated in
@@ -190,6 +191,8 @@ struct gpuslice_fp_handover {
 const struct gpuslice_fp_handover *gpuslice_fp_handed_over(void);
 
 /* Small string helpers of the freestanding code (no C library there). */
+/* Whether needle (NUL-terminated, not empty) occurs in hay[0..len). */
+int gpuslice_fp_contains(const char *hay, size_t len, const char *needle);
 size_t gpuslice_fp_strlen(const char *s);
 int gpuslice_fp_streq(const char *a, const char *b);
 

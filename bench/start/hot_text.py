@@ -165,6 +165,20 @@ def writable_segments(binary: str) -> list[tuple[int, int]]:
     return segments
 
 
+def bss_page_faults_at_exec(binary: str) -> list[int]:
+    """The writable PT_LOAD segments whose bytes in the file end inside a
+    page that their bss goes on in (their start in memory): the kernel's
+    exec zeroes the rest of that page, a fault in every exec (shim/page-end.ld)."""
+    out = subprocess.run(["readelf", "-lW", binary], capture_output=True, text=True, check=True).stdout
+    faulting = []
+    for f in (line.split() for line in out.splitlines()):
+        if f and f[0] == "LOAD" and "W" in "".join(f[6:-1]):
+            start, file_size, memory_size = int(f[2], 16), int(f[4], 16), int(f[5], 16)
+            if memory_size > file_size and file_size and (start + file_size) % 4096:
+                faulting.append(start)
+    return faulting
+
+
 def all_data_symbols(binary: str) -> list[tuple[str, int, int]]:
     """The binary's data and bss objects: name, address and size, a name
     more than once where several objects have a local one of that name.
@@ -306,7 +320,12 @@ def check_layout(binary: str, order_file: Path) -> tuple[str, str]:
         after = [a for a in before if a >= at]
         if after:
             return f"{len(after)} listed symbols lie after {marker} ({at:#x}), which should end them", ""
-    return "", found_text + f", {TEXT_END_MARKER}, {' and '.join(DATA_END_MARKERS)} after them"
+    faulting = bss_page_faults_at_exec(binary)
+    if faulting:
+        return (f"the data segment at {faulting[0]:#x} ends inside the page its bss starts in: every exec faults "
+                f"it in (shim/page-end.ld was not linked in)", "")
+    return "", (found_text + f", {TEXT_END_MARKER}, {' and '.join(DATA_END_MARKERS)} after them, "
+                ".bss on a page of its own")
 
 
 if __name__ == "__main__":

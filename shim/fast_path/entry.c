@@ -132,6 +132,9 @@ static struct {
   /* These here, not apart: a call that only execs touches one page of bss. */
   size_t used;
   struct gpuslice_fp_handover handover;
+  /* The call's record, parsed: here, not in try_fast_path's frame, which
+   * it made ~2.5 KB (a stack fault in 70 % of the calls; 27 % now). */
+  struct gpuslice_fp_record record;
   /* a create's from a plan (below) */
   struct gpuslice_fp_json_node *nodes;
   struct gpuslice_fp_plan *plan;
@@ -141,6 +144,9 @@ static struct {
   char bytes[2 * RECORD_MAX + GPUSLICE_FAST_PATH_MAX_CONFIG + 1 + PATH_CAPACITY + SPEC_MAX + 1 + CREATE_SCRATCH];
 } read_arena __attribute__((aligned(4096)));
 static char *free_arena(void) { return read_arena.bytes + read_arena.used; }
+/* What every call maps in at once: the parsed record and, after it, the
+ * record's and the config's bytes, a few KB on a node. */
+#define ARENA_POPULATED 8192
 
 const struct gpuslice_fp_handover *gpuslice_fp_handed_over(void) { return &read_arena.handover; }
 
@@ -369,8 +375,13 @@ static int needs_full_program(int verb, int skip, char **argv, enum gpuslice_fp_
  * (gpuslice_fp_spec_may_request, with the triggers the full program put in
  * the record); the full program runs on any doubt. */
 
-/* 1 when the create's config.json was read and holds no request. */
-static int spec_without_request(int argc, char **argv, int verb, const struct gpuslice_fp_record *r) {
+/* 1 when the create's config.json was read and holds no request. Not
+ * inlined, as create_with_plan and delete_stateful are not: their locals
+ * would join try_fast_path's frame, which every call takes (the kernel's
+ * argument block leaves a random part of a page below it, and each KB of
+ * frame more is a fault in another quarter of the calls). */
+static __attribute__((noinline)) int spec_without_request(int argc, char **argv, int verb,
+                                                          const struct gpuslice_fp_record *r) {
   const char *bundle;
   if (r->create_triggers < 0 || gpuslice_fp_create_bundle(argc, argv, verb, &bundle) != 0)
     return 0;
@@ -452,7 +463,8 @@ static __attribute__((noreturn)) void sys_exit(int code) {
 
 /* The delete of `id`, which has a state dir: returns (everything closed)
  * only when the full program is to run instead. */
-static void delete_stateful(char **argv, char **envp, const char *runtime, const char *state_dir, const char *id) {
+static __attribute__((noinline)) void delete_stateful(char **argv, char **envp, const char *runtime,
+                                                      const char *state_dir, const char *id) {
   if (gpuslice_fp_strlen(state_dir) + sizeof CONTAINERS_DIR > PATH_CAPACITY)
     return;
   char *const state_path = free_arena();
@@ -774,8 +786,9 @@ static int save_spec(const char *path, const char *text, size_t len, int pid) {
 /* A create of a container that asks for devices, from the plan the full
  * program left for them. Returns (having changed nothing, or undone what it
  * changed) only when the full program is to run instead. */
-static void create_with_plan(int argc, char **argv, char **envp, int verb, const struct gpuslice_fp_record *r,
-                             const char *build_id, int config_there, const char *config, long config_len) {
+static __attribute__((noinline)) void create_with_plan(int argc, char **argv, char **envp, int verb,
+                                                       const struct gpuslice_fp_record *r, const char *build_id,
+                                                       int config_there, const char *config, long config_len) {
   const char *id, *pid_file;
   if (!gpuslice_fp_streq(argv[verb], "create") || gpuslice_fp_create_args(argc, argv, verb, &id, &pid_file) != 0 ||
       !pid_file || !gpuslice_fp_clean_absolute_path(pid_file) || !gpuslice_fp_safe_container_id(id) ||
@@ -954,17 +967,17 @@ static void try_fast_path(int argc, char **argv, char **envp, const unsigned lon
   const int verb = gpuslice_fp_find_verb(argc, argv);
   const enum gpuslice_fp_verb_kind kind = verb < argc ? gpuslice_fp_verb_kind(argv[verb]) : GPUSLICE_FP_PLAIN;
 
-  /* The arena's first page, which every call reads its record into: mapped
-   * in by one call, not by a read fault (the zero page) and then a write
-   * fault (its copy). Best effort, as map_in_startup_pages. */
-  sys_call(__NR_madvise, (long)&read_arena, 4096, 23 /* MADV_POPULATE_WRITE */, 0, 0);
+  /* The arena's first pages (ARENA_POPULATED): mapped in by one call, not
+   * by a read fault (the zero page) and then a write fault (its copy) each.
+   * Best effort, as map_in_startup_pages. */
+  sys_call(__NR_madvise, (long)&read_arena, ARENA_POPULATED, 23 /* MADV_POPULATE_WRITE */, 0, 0);
   const char *config_path = env_value(envp, "GPUSLICE_CONFIG");
   if (!config_path || !*config_path)
     config_path = GPUSLICE_DEFAULT_CONFIG;
-  struct gpuslice_fp_record r;
+  struct gpuslice_fp_record *const r = &read_arena.record;
   const char *record_bytes = 0;
   size_t record_size = 0;
-  if (read_record(config_path, &r, kind == GPUSLICE_FP_BUNDLE ? &record_bytes : 0, &record_size) != 0)
+  if (read_record(config_path, r, kind == GPUSLICE_FP_BUNDLE ? &record_bytes : 0, &record_size) != 0)
     return;
   long config_len = 0;
   const char *config_bytes = 0;
@@ -973,57 +986,57 @@ static void try_fast_path(int argc, char **argv, char **envp, const unsigned lon
   const unsigned long phnum = aux_value(auxv, AT_PHNUM);
   char build_id[2 * GPUSLICE_FP_MAX_BUILD_ID + 1];
   gpuslice_fp_build_id(phdr, phnum, gpuslice_fp_load_bias(phdr, phnum), build_id);
-  if (config < 0 || !gpuslice_fp_record_matches(&r, build_id, config_path, config_bytes, (size_t)config_len,
+  if (config < 0 || !gpuslice_fp_record_matches(r, build_id, config_path, config_bytes, (size_t)config_len,
                                                 env_value(envp, "PATH")))
     return;
   read_arena.handover.record = record_bytes;
   read_arena.handover.record_size = record_size;
-  read_arena.handover.config_parsed = r.config_parsed;
-  read_arena.handover.config_parsed_size = r.config_parsed_size;
+  read_arena.handover.config_parsed = r->config_parsed;
+  read_arena.handover.config_parsed_size = r->config_parsed_size;
   read_arena.handover.config_path = config_path;
   read_arena.handover.config = config_bytes;
   read_arena.handover.config_size = (size_t)config_len;
   /* A delete whose container (the last argument, runc's and crun's place
    * for it) is the only one with a state dir may still be the entry's. */
   const int stateful_delete = kind == GPUSLICE_FP_STATEFUL && gpuslice_fp_streq(argv[verb], "delete") &&
-                           argc > verb + 1 && has_state(r.state_dir, argv[argc - 1], 0);
+                           argc > verb + 1 && has_state(r->state_dir, argv[argc - 1], 0);
   /* A create whose config.json may ask for devices: perhaps one a plan covers. */
   int from_plan = 0;
   if (kind == GPUSLICE_FP_BUNDLE) {
-    if (!spec_without_request(argc, argv, verb, &r)) {
+    if (!spec_without_request(argc, argv, verb, r)) {
       if (!read_arena.handover.spec_path)
         return;
       from_plan = 1;
     }
   } else if (kind != GPUSLICE_FP_PLAIN &&
-             needs_full_program(verb, stateful_delete ? argc - 1 : argc, argv, kind, r.state_dir)) {
+             needs_full_program(verb, stateful_delete ? argc - 1 : argc, argv, kind, r->state_dir)) {
     return;
   }
 
   /* The runtime the record names, still the very file it resolved to. */
   struct statx st;
-  if (sys_statx(AT_FDCWD, r.runtime, 0, &st) != 0 || !S_ISREG(st.stx_mode) || st.stx_ino != r.runtime_ino ||
-      st.stx_dev_major != r.runtime_dev_major || st.stx_dev_minor != r.runtime_dev_minor)
+  if (sys_statx(AT_FDCWD, r->runtime, 0, &st) != 0 || !S_ISREG(st.stx_mode) || st.stx_ino != r->runtime_ino ||
+      st.stx_dev_major != r->runtime_dev_major || st.stx_dev_minor != r->runtime_dev_minor)
     return;
   /* and still the one the search would find: nothing came or went in a
    * directory it looked in first */
-  for (int i = 0; i < r.searched_dirs; ++i) {
-    const int there = sys_statx(AT_FDCWD, r.searched_dir[i], 0, &st) == 0;
-    if (there == r.searched_dir_absent[i] ||
-        (there && ((unsigned long long)st.stx_mtime.tv_sec != r.searched_dir_sec[i] ||
-                   st.stx_mtime.tv_nsec != r.searched_dir_nsec[i])))
+  for (int i = 0; i < r->searched_dirs; ++i) {
+    const int there = sys_statx(AT_FDCWD, r->searched_dir[i], 0, &st) == 0;
+    if (there == r->searched_dir_absent[i] ||
+        (there && ((unsigned long long)st.stx_mtime.tv_sec != r->searched_dir_sec[i] ||
+                   st.stx_mtime.tv_nsec != r->searched_dir_nsec[i])))
       return;
   }
   if (from_plan) {
-    create_with_plan(argc, argv, envp, verb, &r, build_id, config, config_bytes, config_len);
+    create_with_plan(argc, argv, envp, verb, r, build_id, config, config_bytes, config_len);
     return;
   }
   char *const program = argv[0];
-  argv[0] = (char *)r.runtime;
+  argv[0] = (char *)r->runtime;
   if (stateful_delete)
-    delete_stateful(argv, envp, r.runtime, r.state_dir, argv[argc - 1]);
+    delete_stateful(argv, envp, r->runtime, r->state_dir, argv[argc - 1]);
   else
-    sys_call(__NR_execve, (long)r.runtime, (long)argv, (long)envp, 0, 0);
+    sys_call(__NR_execve, (long)r->runtime, (long)argv, (long)envp, 0, 0);
   argv[0] = program; /* not executable after all (or a state dir to leave to
                         the full program): the full program runs */
 }

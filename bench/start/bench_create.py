@@ -22,7 +22,15 @@ a change saves.
 With --refused, each create asks for a device the spec does not have and
 is refused (exit 1): the path of an error, thrown and caught.
 
+With --verb start (or delete), each call is the start (delete) of a
+container that has no state of gpuslice's: what the entry does for every
+start and delete of a container without a request, and its exec of the
+runtime. --floor adds a program that only execs (exec_floor_bare, with
+/bin/true as GPUSLICE_FLOOR_RUNTIME) as one more arm: the exec alone, the
+least any wrapper costs.
+
 Run as root:  bench/start/bench_create.py OLD_BUILD NEW_BUILD [-n 300] [--refused]
+              bench/start/bench_create.py BUILD --verb start --floor build/bench/start/exec_floor_bare
 """
 from __future__ import annotations
 
@@ -86,16 +94,25 @@ def main() -> int:
                     help="the builds' log level (default info, a node's default: each create writes one line)")
     ap.add_argument("--refused", action="store_true",
                     help="time creates that ask for a device the spec lacks, each refused with exit status 1")
+    ap.add_argument("--verb", choices=["create", "start", "delete"], default="create",
+                    help="the call timed (default create); start and delete are of a container without state")
+    ap.add_argument("--floor", default="", metavar="PROGRAM",
+                    help="with --verb start or delete, also time PROGRAM (exec_floor_bare) exec'ing /bin/true")
     a = ap.parse_args()
+    if a.verb != "create" and a.refused:
+        ap.error("--refused is a create's")
+    if a.floor and a.verb == "create":
+        ap.error("--floor is for --verb start or delete (a create's work is more than an exec)")
     if os.geteuid() != 0:
         raise SystemExit("bench_create.py: run as root (the spec cache and the fast path are root's)")
     builds = [str(Path(b).resolve()) for b in a.builds]
-    for b in builds:
+    floor = str(Path(a.floor).resolve()) if a.floor else ""
+    for b in builds + ([floor] if floor else []):
         if not os.access(b, os.X_OK):
             raise SystemExit(f"bench_create.py: {b} is not an executable")
     print(f"# {shlex.join([sys.executable, *sys.argv])}")
-    print(f"# {len(builds)} builds, {a.iterations} creates each (+{a.warmup} warm-up), {os.cpu_count()} cpus, "
-          f"kernel {os.uname().release}, runtime /bin/true, work dir on {a.work_fs}, log level {a.log_level}"
+    print(f"# {len(builds)} builds, {a.iterations} {a.verb}s each (+{a.warmup} warm-up), {os.cpu_count()} cpus, "
+          f"kernel {os.uname().release}, {a.verb}, runtime /bin/true, work dir on {a.work_fs}, log level {a.log_level}"
           f"{', creates refused' if a.refused else ''}")
     with tempfile.TemporaryDirectory(prefix="gpuslice-bench-create-") as tmp:
         if a.work_fs == "tmpfs":
@@ -104,15 +121,15 @@ def main() -> int:
             if mounted.returncode != 0:
                 raise SystemExit(f"cannot mount a tmpfs on {tmp}: {mounted.stderr.strip()} (or use --work-fs disk)")
         try:
-            run_creates(Path(tmp), builds, a)
+            run_creates(Path(tmp), builds, floor, a)
         finally:
             if a.work_fs == "tmpfs":
                 subprocess.run(["umount", tmp], check=False)
     return 0
 
 
-def run_creates(work: Path, builds: list[str], a: argparse.Namespace) -> None:
-    """The interleaved creates in `work`, and their figures printed."""
+def run_creates(work: Path, builds: list[str], floor: str, a: argparse.Namespace) -> None:
+    """The interleaved calls in `work`, and their figures printed."""
     configs, config_json = write_setup(work, a.refused, len(builds), a.log_level)
     expected = 1 if a.refused else 0
     quiet = [(os.POSIX_SPAWN_OPEN, 2, "/dev/null", os.O_WRONLY, 0)] if a.refused else []  # the refusal, each time
@@ -120,6 +137,21 @@ def run_creates(work: Path, builds: list[str], a: argparse.Namespace) -> None:
     # by index: the very same binary may be given twice, to see the noise
     envs = [{"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "GPUSLICE_CONFIG": str(c)} for c in configs]
     root = work / "runtime-state"
+    arms = list(builds)
+    if floor:
+        arms.append(floor)
+        envs.append({"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "GPUSLICE_FLOOR_RUNTIME": "/bin/true"})
+
+    def call(k: int, cid: str) -> float:
+        """One start or delete of a container without state (--verb)."""
+        argv = [arms[k], "--root", str(root), a.verb, cid]
+        start = time.perf_counter()
+        pid = os.posix_spawn(arms[k], argv, envs[k])
+        _, status = os.waitpid(pid, 0)
+        took = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"bench_create.py: {shlex.join(argv)} exited {os.waitstatus_to_exitcode(status)}")
+        return took
 
     def create(k: int, cid: str) -> float:
         build, env = builds[k], envs[k]
@@ -138,24 +170,28 @@ def run_creates(work: Path, builds: list[str], a: argparse.Namespace) -> None:
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         return took
 
+    timed = create if a.verb == "create" else call
     # A spec file changed in the last two seconds is one a create with
     # devices plans nothing from (shim/create_plan.hpp): a node's are older.
     time.sleep(2.1)
     for i in range(a.warmup):
-        for k in range(len(builds)):
-            create(k, f"warm{i}")
-    times: list[list[float]] = [[] for _ in builds]
+        for k in range(len(arms)):
+            timed(k, f"warm{i}")
+    times: list[list[float]] = [[] for _ in arms]
     shuffle = random.Random(1).shuffle
     for i in range(a.iterations):
-        order = list(range(len(builds)))
+        order = list(range(len(arms)))
         shuffle(order)
         for k in order:
-            times[k].append(create(k, f"c{i}"))
-    for b, took in zip(builds, times):
+            times[k].append(timed(k, f"c{i}"))
+    for k, (b, took) in enumerate(zip(arms, times)):
         paired = statistics.median(x - y for x, y in zip(took, times[0]))
-        print(f"create median {statistics.median(took) * 1e3:7.3f} ms  p10 "
-              f"{statistics.quantiles(took, n=10)[0] * 1e3:7.3f}  paired vs first {paired * 1e3:+.3f} ms  {b}")
-
+        above_floor = ""
+        if floor and k < len(builds):
+            above_floor = f"  paired vs floor {statistics.median(x - y for x, y in zip(took, times[-1])) * 1e3:+.3f} ms"
+        print(f"{a.verb} median {statistics.median(took) * 1e3:7.3f} ms  p10 "
+              f"{statistics.quantiles(took, n=10)[0] * 1e3:7.3f}  paired vs first {paired * 1e3:+.3f} ms"
+              f"{above_floor}  {b}{'  (floor)' if floor and k == len(builds) else ''}")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -7,10 +7,12 @@ of a busybox container running `true`, timed from before create to after
 delete. The runtimes compared alternate within each iteration (in an order
 shuffled every iteration), so drift of the machine hits all alike.
 
-Every scenario also runs the floor (exec_floor, a static program that only
-execs the runtime) on plain's config: what any wrapper costs on this
-machine, 3 execs a cycle. The paired median (per-iteration difference) is
-the steadier figure on a noisy machine.
+Every scenario also runs the floor (exec_floor_bare, a static program
+without a C library that only execs the runtime) on plain's config: what
+any wrapper costs on this machine, 3 execs a cycle. Runs before
+2026-12-06 (night) took exec_floor, a static glibc program, whose
+start-up made a floor ~0.3 ms a call higher. The paired median
+(per-iteration difference) is the steadier figure on a noisy machine.
 
 The work dir (bundles, runc's --root, gpuslice's state dir) is a tmpfs
 mounted for the run, as /run is on a node, where containerd keeps all
@@ -270,7 +272,9 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=3, help="untimed cycles first (default 3)")
     ap.add_argument("--scenario", choices=["none", "devices", "limits", "all"], default="all")
     ap.add_argument("--cli", default="", help="the gpuslice CLI, for `cdi inject` (default: the build's, beside the wrapper)")
-    ap.add_argument("--floor", default="", help="exec_floor (default: the build's, bench/start/exec_floor)")
+    ap.add_argument("--floor", default="",
+                    help="the floor's program (default: the build's bench/start/exec_floor_bare, or exec_floor where "
+                         "that is not built)")
     ap.add_argument("--settle", type=float, default=0.0,
                     help="seconds to wait before each cycle (default 0), to let the kernel finish tearing down "
                          "the previous container")
@@ -315,7 +319,9 @@ def main() -> int:
         os.environ["GOMAXPROCS"] = str(a.go_maxprocs)  # before the runtimes copy the environment
     build = Path(wrapper).resolve().parent.parent
     cli = a.cli or str(build / "cli" / "gpuslice")
-    floor = a.floor or str(build / "bench" / "start" / "exec_floor")
+    stamper = str(build / "bench" / "start" / "exec_floor")
+    bare = build / "bench" / "start" / "exec_floor_bare"
+    floor = a.floor or str(bare if os.access(bare, os.X_OK) else stamper)
     step_trace = str(build / "bench" / "start" / "step_trace")
     if a.hot_text and not os.access(step_trace, os.X_OK):
         raise SystemExit(f"--hot-text: {step_trace} missing (build the benches)")
@@ -323,7 +329,7 @@ def main() -> int:
         raise SystemExit("--hot-text: valgrind not found")
     if a.compare and not os.access(a.compare, os.X_OK):
         raise SystemExit(f"--compare {a.compare}: not an executable")
-    for what, path in (("--cli", cli), ("--floor", floor)):
+    for what, path in (("--cli", cli), ("--floor", floor), ("exec_floor", stamper)):
         if not os.access(path, os.X_OK):
             raise SystemExit(f"{what} {path}: not an executable (build it, or name it)")
     lowlevel = shutil.which(a.runtime) or a.runtime
@@ -376,10 +382,10 @@ def main() -> int:
         stamp = tmp / "runtime-started"
         stamp_env = dict(os.environ, GPUSLICE_FLOOR_RUNTIME=lowlevel, GPUSLICE_FLOOR_STAMP=str(stamp))
         conf_stamped = tmp / "gpuslice-stamped.toml"
-        conf_stamped.write_text(conf.read_text().replace(f'runtimes = ["{lowlevel}"]', f'runtimes = ["{floor}"]'))
+        conf_stamped.write_text(conf.read_text().replace(f'runtimes = ["{lowlevel}"]', f'runtimes = ["{stamper}"]'))
         stamped = {"wrapper": ocitest.Runtime("wrapper", [wrapper], root,
                                               env=dict(stamp_env, GPUSLICE_CONFIG=str(conf_stamped)), lowlevel=plain),
-                   "floor": ocitest.Runtime("floor", [floor], root, env=stamp_env, lowlevel=plain)}
+                   "floor": ocitest.Runtime("floor", [stamper], root, env=stamp_env, lowlevel=plain)}
         # The compared build reads the same config at a path of its own: the
         # fast path keeps one record per config path, and two builds whose
         # records differ (a new record format) would each replace the
@@ -395,8 +401,9 @@ def main() -> int:
 
         scenarios = ["none", "devices", "limits"] if a.scenario == "all" else [a.scenario]
         print(f"# {shlex.join([sys.executable, *sys.argv])}")
-        print(f"# wrapper {wrapper}, runtime {lowlevel}, {a.iterations} iterations (+{a.warmup} warm-up), "
-              f"{os.cpu_count()} cpus, kernel {os.uname().release}, settle {a.settle} s, "
+        print(f"# wrapper {wrapper}, runtime {lowlevel}, floor {floor}, "
+              f"{a.iterations} iterations (+{a.warmup} warm-up), {os.cpu_count()} cpus, "
+              f"kernel {os.uname().release}, settle {a.settle} s, "
               f"pause after create {a.pause_after_create} s, "
               f"GOMAXPROCS {os.environ.get('GOMAXPROCS', 'unset')}, work dir on "
               f"{fs_type(tmp)}, {a.node_containers} GPU containers running, "

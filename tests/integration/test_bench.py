@@ -37,6 +37,8 @@ def run_bench(script: str, wrapper: str, tmp: Path, *args: str) -> str:
 def test_bench_start_prints_every_figure_of_each_scenario(request, test_tmp):
     out = run_bench("start/bench_start.py", gpuslice_path(request.config), test_tmp / "tmp",
                     "-n", "2", "--warmup", "1", "--phases", "--go-maxprocs", "1")
+    # the floor is one exec without a C library, not glibc's start-up too
+    assert re.search(r"^# wrapper .*, floor \S+/bench/start/exec_floor_bare, ", out, re.M), out
     for sc, target in (("none", "1.03"), ("devices", "1.05"), ("limits", "1.10")):
         assert re.search(rf"^{sc} +wrapper ratio {NUMBER} \(added {NUMBER} ms per cycle, paired median {NUMBER} ms\)"
                          rf"  target <= {target}: (ok|MISSED)$", out, re.M), out
@@ -84,6 +86,30 @@ def test_bench_create_prints_each_builds_creates_against_the_first(request, test
     assert not list(tmp.iterdir()), list(tmp.iterdir())
 
 
+def test_bench_create_times_starts_and_deletes_against_the_bare_floor_too(request, test_tmp):
+    """bench_create.py --verb start/delete --floor: the call of a container
+    without state for each build (a failed one stops it), and the bare
+    floor exec'ing /bin/true as one more arm, which each build is paired
+    with."""
+    runtime = gpuslice_path(request.config)
+    floor = str(built(request, "bench", "start", "exec_floor_bare"))
+    for verb in ("start", "delete"):
+        tmp = test_tmp / f"tmp-{verb}"
+        tmp.mkdir(parents=True)
+        p = subprocess.run([sys.executable, str(BENCH / "start" / "bench_create.py"), runtime, "--verb", verb,
+                            "--floor", floor, "-n", "3", "--warmup", "1"], env=dict(os.environ, TMPDIR=str(tmp)),
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert re.search(rf"^{verb} median +{NUMBER} ms +p10 +{NUMBER} +paired vs first \+0\.000 ms +paired vs floor "
+                         rf"{NUMBER} ms +{re.escape(runtime)}$", p.stdout, re.M), p.stdout
+        assert re.search(rf"^{verb} median +{NUMBER} ms +p10 +{NUMBER} +paired vs first {NUMBER} ms +"
+                         rf"{re.escape(floor)} +\(floor\)$", p.stdout, re.M), p.stdout
+        assert not list(tmp.iterdir()), list(tmp.iterdir())
+    p = subprocess.run([sys.executable, str(BENCH / "start" / "bench_create.py"), runtime, "--floor", floor],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "--floor is for --verb start or delete" in p.stderr, p.stderr
+
+
 def test_bench_breach_prints_the_delay_to_the_kill(request, test_tmp):
     out = run_bench("shim/bench_breach.py", gpuslice_path(request.config), test_tmp / "tmp",
                     "--rounds", "1", "--intervals", "100ms")
@@ -94,6 +120,23 @@ def test_bench_breach_prints_the_delay_to_the_kill(request, test_tmp):
 def built(request, *path: str) -> Path:
     """A program of the build gpuslice-runtime is in (build/shim/..)."""
     return Path(gpuslice_path(request.config)).resolve().parents[1].joinpath(*path)
+
+
+def test_the_bare_floor_execs_the_runtime_it_is_given_with_the_arguments_as_they_were(request, test_tmp):
+    """bench/start/exec_floor_bare: GPUSLICE_FLOOR_RUNTIME exec'd with the
+    floor's own arguments, nothing run before it (no C library: its only
+    system call is the exec); 127 where there is no runtime to exec."""
+    floor = built(request, "bench", "start", "exec_floor_bare")
+    p = subprocess.run(["strace", "-qq", "-o", test_tmp / "calls", floor, "-c", 'echo "$0|$1"; exit 7', "zero",
+                        "one two"], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, GPUSLICE_FLOOR_RUNTIME="/bin/sh"))
+    assert p.returncode == 7 and p.stdout == "zero|one two\n", (p.returncode, p.stdout, p.stderr)
+    calls = (test_tmp / "calls").read_text().splitlines()
+    assert calls[0].startswith(f'execve("{floor}", ') and calls[1].startswith('execve("/bin/sh", ["/bin/sh", "-c", '), \
+        calls[:3]
+    for env in ({}, {"GPUSLICE_FLOOR_RUNTIME": ""}, {"GPUSLICE_FLOOR_RUNTIME": str(test_tmp / "none")}):
+        clean = {k: v for k, v in os.environ.items() if k != "GPUSLICE_FLOOR_RUNTIME"}
+        assert subprocess.run([floor], env=dict(clean, **env), timeout=60).returncode == 127, env
 
 
 def test_step_trace_traces_a_program_until_it_execs_another_and_exits_as_that_does(request, test_tmp):

@@ -142,30 +142,27 @@ def run_creates(work: Path, builds: list[str], floor: str, a: argparse.Namespace
         arms.append(floor)
         envs.append({"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "GPUSLICE_FLOOR_RUNTIME": "/bin/true"})
 
-    def call(k: int, cid: str) -> float:
-        """One start or delete of a container without state (--verb)."""
-        argv = [arms[k], "--root", str(root), a.verb, cid]
+    def spawned(argv: list[str], env: dict, expected: int = 0, file_actions=()) -> float:
+        """Seconds from spawning argv to its exit, which must be `expected`."""
         start = time.perf_counter()
-        pid = os.posix_spawn(arms[k], argv, envs[k])
-        _, status = os.waitpid(pid, 0)
-        took = time.perf_counter() - start
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise SystemExit(f"bench_create.py: {shlex.join(argv)} exited {os.waitstatus_to_exitcode(status)}")
-        return took
-
-    def create(k: int, cid: str) -> float:
-        build, env = builds[k], envs[k]
-        (bundle / "config.json").write_bytes(config_json)  # the create rewrites it
-        # with a pid file, as containerd creates (the entry's create from a plan needs it)
-        argv = [build, "--root", str(root), "create", "--bundle", str(bundle), "--pid-file", str(bundle / "init.pid"),
-                cid]
-        start = time.perf_counter()
-        pid = os.posix_spawn(build, argv, env, file_actions=quiet)
+        pid = os.posix_spawn(argv[0], argv, env, file_actions=file_actions)
         _, status = os.waitpid(pid, 0)
         took = time.perf_counter() - start
         if os.waitstatus_to_exitcode(status) != expected:
             raise SystemExit(f"bench_create.py: {shlex.join(argv)} exited {os.waitstatus_to_exitcode(status)}, "
                              f"not {expected}")
+        return took
+
+    def call(k: int, cid: str) -> float:
+        """One start or delete of a container without state (--verb)."""
+        return spawned([arms[k], "--root", str(root), a.verb, cid], envs[k])
+
+    def create(k: int, cid: str) -> float:
+        build, env = builds[k], envs[k]
+        (bundle / "config.json").write_bytes(config_json)  # the create rewrites it
+        # with a pid file, as containerd creates (the entry's create from a plan needs it)
+        took = spawned([build, "--root", str(root), "create", "--bundle", str(bundle), "--pid-file",
+                        str(bundle / "init.pid"), cid], env, expected, quiet)
         subprocess.run([build, "--root", str(root), "delete", "--force", cid], env=env,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         return took

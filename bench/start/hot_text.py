@@ -154,29 +154,29 @@ def _first_of_each_name(symbols: list[tuple[str, int, int]]) -> dict[str, tuple[
     return by_name
 
 
-def writable_segments(binary: str) -> list[tuple[int, int]]:
-    """The binary's writable PT_LOAD segments: start and end in memory."""
+def writable_loads(binary: str) -> list[tuple[int, int, int]]:
+    """The binary's writable PT_LOAD segments: start in memory, size in the
+    file, size in memory."""
     out = subprocess.run(["readelf", "-lW", binary], capture_output=True, text=True, check=True).stdout
-    segments = []
+    loads = []
     for f in (line.split() for line in out.splitlines()):
         # LOAD Offset VirtAddr PhysAddr FileSiz MemSiz Flg... Align
         if f and f[0] == "LOAD" and "W" in "".join(f[6:-1]):
-            segments.append((int(f[2], 16), int(f[2], 16) + int(f[5], 16)))
-    return segments
+            loads.append((int(f[2], 16), int(f[4], 16), int(f[5], 16)))
+    return loads
+
+
+def writable_segments(binary: str) -> list[tuple[int, int]]:
+    """The binary's writable PT_LOAD segments: start and end in memory."""
+    return [(start, start + memory_size) for start, _, memory_size in writable_loads(binary)]
 
 
 def bss_page_faults_at_exec(binary: str) -> list[int]:
     """The writable PT_LOAD segments whose bytes in the file end inside a
     page that their bss goes on in (their start in memory): the kernel's
     exec zeroes the rest of that page, a fault in every exec (shim/page-end.ld)."""
-    out = subprocess.run(["readelf", "-lW", binary], capture_output=True, text=True, check=True).stdout
-    faulting = []
-    for f in (line.split() for line in out.splitlines()):
-        if f and f[0] == "LOAD" and "W" in "".join(f[6:-1]):
-            start, file_size, memory_size = int(f[2], 16), int(f[4], 16), int(f[5], 16)
-            if memory_size > file_size and file_size and (start + file_size) % 4096:
-                faulting.append(start)
-    return faulting
+    return [start for start, file_size, memory_size in writable_loads(binary)
+            if memory_size > file_size and file_size and (start + file_size) % 4096]
 
 
 def all_data_symbols(binary: str) -> list[tuple[str, int, int]]:

@@ -150,15 +150,12 @@ static char *free_arena(void) { return read_arena.bytes + read_arena.used; }
 
 const struct gpuslice_fp_handover *gpuslice_fp_handed_over(void) { return &read_arena.handover; }
 
-/* Reads this config path's record; 0 and *r filled when there is a sound one.
- * With `kept`, its bytes are copied, unparsed, for the hand-over, and
- * *kept and *kept_size say where. */
-static int read_record(const char *config_path, struct gpuslice_fp_record *r, const char **kept,
-                       size_t *kept_size) {
-  char name[17];
-  gpuslice_fp_record_name(config_path, name);
+/* Reads file `name` of dir `dir_path`, both root's alone, into the arena
+ * (at most `max` bytes, and a byte after them for the parse to write):
+ * its length, or -1. The fast path's record and a create's plan. */
+static long read_root_file(const char *dir_path, const char *name, size_t max) {
   struct statx st;
-  const int dir = sys_openat(AT_FDCWD, GPUSLICE_FAST_PATH_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  const int dir = sys_openat(AT_FDCWD, dir_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dir < 0)
     return -1;
   int ok = sys_statx(dir, "", AT_EMPTY_PATH, &st) == 0 && root_only(&st);
@@ -167,12 +164,24 @@ static int read_record(const char *config_path, struct gpuslice_fp_record *r, co
   if (fd < 0)
     return -1;
   ok = sys_statx(fd, "", AT_EMPTY_PATH, &st) == 0 && S_ISREG(st.stx_mode) && root_only(&st);
-  char *const buf = free_arena();
-  const long len = ok ? read_all(fd, buf, RECORD_MAX - 1) : -1;
+  const long len = ok ? read_all(fd, free_arena(), max) : -1;
   sys_close(fd);
+  if (len >= 0)
+    read_arena.used += (size_t)len + 1;
+  return len;
+}
+
+/* Reads this config path's record; 0 and *r filled when there is a sound one.
+ * With `kept`, its bytes are copied, unparsed, for the hand-over, and
+ * *kept and *kept_size say where. */
+static int read_record(const char *config_path, struct gpuslice_fp_record *r, const char **kept,
+                       size_t *kept_size) {
+  char name[17];
+  gpuslice_fp_record_name(config_path, name);
+  char *const buf = free_arena();
+  const long len = read_root_file(GPUSLICE_FAST_PATH_DIR, name, RECORD_MAX - 1);
   if (len < 0)
     return -1;
-  read_arena.used += (size_t)len + 1; /* parsing writes buf[len] */
   if (kept) { /* parsing cuts its lines in place */
     char *const copy = free_arena();
     for (long i = 0; i < len; ++i)
@@ -560,23 +569,10 @@ static char *append_number(char *p, unsigned long long v) {
 /* Reads the plan file `name` (root's alone, in a dir of root's alone) into
  * the arena and parses it into read_arena.plan: 0, or -1. */
 static int read_plan(const char *name) {
-  struct statx st;
-  const int dir = sys_openat(AT_FDCWD, GPUSLICE_FP_PLAN_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (dir < 0)
-    return -1;
-  const int ok = sys_statx(dir, "", AT_EMPTY_PATH, &st) == 0 && root_only(&st);
-  const int fd = ok ? sys_openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
-  sys_close(dir);
-  if (fd < 0)
-    return -1;
   char *const bytes = free_arena();
-  const long len = sys_statx(fd, "", AT_EMPTY_PATH, &st) == 0 && S_ISREG(st.stx_mode) && root_only(&st)
-                       ? read_all(fd, bytes, GPUSLICE_FP_PLAN_MAX - 1)
-                       : -1;
-  sys_close(fd);
+  const long len = read_root_file(GPUSLICE_FP_PLAN_DIR, name, GPUSLICE_FP_PLAN_MAX - 1);
   if (len < 0)
     return -1;
-  read_arena.used += (size_t)len + 1; /* parsing writes bytes[len] */
   read_arena.plan = arena_take(sizeof *read_arena.plan);
   return gpuslice_fp_parse_plan(bytes, (size_t)len, read_arena.plan);
 }
@@ -698,14 +694,11 @@ static void remove_own_state_dir(int containers, const char *id, const char *rec
 }
 
 /* The state dir of `id`, made as state::create_container_dir and
- * shim::commit_host make it, its creator record `record` ("PID START\n"):
- * 0, or -1 with nothing left. */
-static int make_state_dir(int containers, const char *id, const char *pid_file, const char *record) {
+ * shim::commit_host make it by process `pid`, its creator record `record`
+ * ("PID START\n"): 0, or -1 with nothing left. */
+static int make_state_dir(int containers, const char *id, const char *pid_file, int pid, const char *record) {
   char temp[300];
-  char *p = append(temp, GPUSLICE_FP_STATE_TEMP_PREFIX);
-  for (const char *r = record; *r && *r != ' '; ++r) /* the pid: the record's first field */
-    *p++ = *r;
-  append(append(p, "-"), id);
+  append(append(append_number(append(temp, GPUSLICE_FP_STATE_TEMP_PREFIX), (unsigned long long)pid), "-"), id);
   if (sys_call(__NR_mkdirat, containers, (long)temp, 0700, 0, 0) != 0)
     return -1;
   const int dir = open_secure_dir(containers, temp, 0);
@@ -875,7 +868,7 @@ static __attribute__((noinline)) void create_with_plan(int argc, char **argv, ch
   /* The changes: the state dir, the pid file an earlier container left,
    * config.json, the log line, the runtime. */
   const char *const path = read_arena.handover.spec_path;
-  int done = make_state_dir(containers, id, pid_file, record) == 0;
+  int done = make_state_dir(containers, id, pid_file, pid, record) == 0;
   if (done) {
     const long rc = sys_call(__NR_unlinkat, AT_FDCWD, (long)pid_file, 0, 0, 0);
     done = (rc == 0 || rc == -ENOENT) && save_spec(path, read_arena.edited, (size_t)edited_len, pid) == 0;

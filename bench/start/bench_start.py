@@ -13,6 +13,10 @@ any wrapper costs on this machine, 3 execs a cycle. Runs before
 2026-12-06 (night) took exec_floor, a static glibc program, whose
 start-up made a floor ~0.3 ms a call higher. The paired median
 (per-iteration difference) is the steadier figure on a noisy machine.
+Each ratio comes with the range 90 % of runs resampled from this one
+fall in (iterations drawn whole, with replacement): how far a run of
+this size moves on this machine, from ~±0.5 % when the host is quiet to
+~±1.5 % when it swings between a slow and a fast mode.
 
 The work dir (bundles, runc's --root, gpuslice's state dir) is a tmpfs
 mounted for the run, as /run is on a node, where containerd keeps all
@@ -164,6 +168,24 @@ def paired_median(xs: list[float], ys: list[float]) -> float:
     """The median of per-iteration differences: robust to drift of a shared
     machine, which hits both alike."""
     return statistics.median(x - y for x, y in zip(xs, ys))
+
+
+def ratio_interval(xs: list[float], ys: list[float], rng: random.Random, resamples: int = 1000,
+                   level: float = 0.90) -> tuple[float, float]:
+    """Where median(xs) / median(ys) falls in the middle `level` of
+    `resamples` runs drawn from this one: its iterations drawn with
+    replacement, each whole (xs[i] and ys[i] ran in the same iteration, so
+    they stay together). How far a run of this size can move on this
+    machine's noise: the ratio of two medians ignores the pairing, and a
+    host with a slow and a fast mode puts both medians between the two."""
+    n = len(xs)
+    ratios = []
+    for _ in range(resamples):
+        drawn = [rng.randrange(n) for _ in range(n)]
+        ratios.append(statistics.median(xs[i] for i in drawn) / statistics.median(ys[i] for i in drawn))
+    ratios.sort()
+    tail = (1 - level) / 2
+    return ratios[int(tail * (resamples - 1))], ratios[int((1 - tail) * (resamples - 1) + 0.5)]
 
 
 def interleaved(names: list[str], warmup: int, iterations: int, shuffle, run) -> dict[str, list]:
@@ -496,8 +518,10 @@ def main() -> int:
                     ok = ratio <= TARGETS[sc]
                     failed |= not ok
                     verdict = f"  target <= {TARGETS[sc]:.2f}: {'ok' if ok else 'MISSED'}"
+                low, high = ratio_interval(times[name], times["plain"], random.Random(a.seed))
                 print(f"{sc:8s} {name:7s} ratio {ratio:.3f} (added {w['median'] - p['median']:+.2f} ms per cycle, "
-                      f"paired median {paired:+.2f} ms){verdict}")
+                      f"paired median {paired:+.2f} ms, {paired / p['median'] * 100:+.1f} % of plain's; "
+                      f"90 % of resampled runs {low:.3f} to {high:.3f}){verdict}")
             if a.phases:
                 for name in runners:
                     medians = [statistics.median(ph[k] for ph in phases[name]) for k in range(len(PHASES))]

@@ -7,7 +7,9 @@ with the fewest iterations that still exercise every path it measures.
 from __future__ import annotations
 
 import os
+import random
 import re
+import statistics
 import subprocess
 import sys
 
@@ -40,8 +42,12 @@ def test_bench_start_prints_every_figure_of_each_scenario(request, test_tmp):
     # the floor is one exec without a C library, not glibc's start-up too
     assert re.search(r"^# wrapper .*, floor \S+/bench/start/exec_floor_bare, ", out, re.M), out
     for sc, target in (("none", "1.03"), ("devices", "1.05"), ("limits", "1.10")):
-        assert re.search(rf"^{sc} +wrapper ratio {NUMBER} \(added {NUMBER} ms per cycle, paired median {NUMBER} ms\)"
-                         rf"  target <= {target}: (ok|MISSED)$", out, re.M), out
+        ratio = re.search(rf"^{sc} +wrapper ratio ({NUMBER}) \(added {NUMBER} ms per cycle, paired median {NUMBER} "
+                          rf"ms, {NUMBER} % of plain's; 90 % of resampled runs ({NUMBER}) to ({NUMBER})\)"
+                          rf"  target <= {target}: (ok|MISSED)$", out, re.M)
+        assert ratio, out
+        low, high = float(ratio.group(2)), float(ratio.group(3))
+        assert 0 < low <= high, ratio.group(0)
         assert re.search(rf"^{sc} +floor +ratio {NUMBER} ", out, re.M), out
         for runner in ("plain", "wrapper", "floor"):
             assert re.search(rf"^{sc} +{runner} +phases create +{NUMBER} +start +{NUMBER} +wait +{NUMBER} "
@@ -56,6 +62,37 @@ def test_bench_start_prints_every_figure_of_each_scenario(request, test_tmp):
         assert runc, out
         # From runc's exec to its exit: a create takes milliseconds.
         assert float(runc.group(1)) > 1 and float(runc.group(2)) > 1, runc.group(0)
+
+
+def test_the_ratios_interval_resamples_whole_iterations(request):
+    """bench_start's range of a ratio over resampled runs: iterations are
+    drawn whole, so a wrapper that is 2 % slower than plain in every
+    iteration reads 1.02 in every resample however much the iterations
+    differ from each other; runs that swing between a slow and a fast
+    mode give a range around the run's own ratio, narrower the more
+    iterations it has."""
+    sys.path.insert(0, str(BENCH / "start"))
+    import bench_start
+    rng = random.Random(7)
+    plain = [rng.choice((90.0, 120.0)) + rng.random() for _ in range(200)]
+    low, high = bench_start.ratio_interval([1.02 * t for t in plain], plain, random.Random(1))
+    assert low == pytest.approx(1.02) and high == pytest.approx(1.02), (low, high)
+
+    def noisy(n: int, modes: tuple[float, ...]) -> tuple[list[float], list[float]]:
+        return ([rng.choice(modes) + rng.gauss(0, 5) for _ in range(n)],
+                [rng.choice(modes) + rng.gauss(0, 5) for _ in range(n)])
+
+    # Half the iterations on a slow host: both medians fall between the
+    # modes, and the ratio can land anywhere from one to the other.
+    xs, ys = noisy(200, (90.0, 120.0))
+    low, high = bench_start.ratio_interval(xs, ys, random.Random(1))
+    assert low < statistics.median(xs) / statistics.median(ys) < high and high - low > 0.1, (low, high)
+    xs, ys = noisy(100, (90.0,))
+    low, high = bench_start.ratio_interval(xs, ys, random.Random(1))
+    assert low < statistics.median(xs) / statistics.median(ys) < high < low + 0.1, (low, high)
+    xs, ys = noisy(2000, (90.0,))
+    narrow_low, narrow_high = bench_start.ratio_interval(xs, ys, random.Random(1), resamples=200)
+    assert narrow_high - narrow_low < (high - low) / 2, (narrow_low, narrow_high, low, high)
 
 
 def test_bench_shims_prints_the_monitors_memory(request, test_tmp):

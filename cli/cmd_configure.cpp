@@ -32,7 +32,9 @@ void register_configure(CLI::App &app, Action &action) {
   containerd_cmd->add_option("--handler-name", flags->options.handler_name, "name of the runtime handler")
       ->capture_default_str();
   containerd_cmd->add_flag("--set-as-default", flags->options.set_as_default,
-                           "make the handler containerd's default_runtime_name");
+                           "make the handler containerd's default_runtime_name (every pod then runs through "
+                           "gpuslice-runtime, one exec more per runtime call; without it, only pods naming the "
+                           "handler's RuntimeClass do)");
   containerd_cmd->add_flag("--dry-run", flags->dry_run, "print what would be written, write nothing");
   containerd_cmd->add_flag("--remove", flags->remove, "take out exactly what an earlier run added");
 

@@ -15,8 +15,8 @@ start-up made a floor ~0.3 ms a call higher. The paired median
 (per-iteration difference) is the steadier figure on a noisy machine.
 Each ratio comes with the range 90 % of runs resampled from this one
 fall in (iterations drawn whole, with replacement): how far a run of
-this size moves on this machine, from ~±0.5 % when the host is quiet to
-~±1.5 % when it swings between a slow and a fast mode.
+this size moves on this machine: ~±1 % at 200 cycles when the host is
+quiet, ~±2.5 % when it swings between a slow and a fast mode.
 
 The work dir (bundles, runc's --root, gpuslice's state dir) is a tmpfs
 mounted for the run, as /run is on a node, where containerd keeps all

@@ -121,14 +121,14 @@ def main() -> int:
             if mounted.returncode != 0:
                 raise SystemExit(f"cannot mount a tmpfs on {tmp}: {mounted.stderr.strip()} (or use --work-fs disk)")
         try:
-            run_creates(Path(tmp), builds, floor, a)
+            run_calls(Path(tmp), builds, floor, a)
         finally:
             if a.work_fs == "tmpfs":
                 subprocess.run(["umount", tmp], check=False)
     return 0
 
 
-def run_creates(work: Path, builds: list[str], floor: str, a: argparse.Namespace) -> None:
+def run_calls(work: Path, builds: list[str], floor: str, a: argparse.Namespace) -> None:
     """The interleaved calls in `work`, and their figures printed."""
     configs, config_json = write_setup(work, a.refused, len(builds), a.log_level)
     expected = 1 if a.refused else 0

@@ -152,8 +152,8 @@ const struct gpuslice_fp_handover *gpuslice_fp_handed_over(void) { return &read_
 
 /* Reads file `name` of dir `dir_path`, both root's alone, into the arena
  * (at most `max` bytes, and a byte after them for the parse to write):
- * its length, or -1. The fast path's record and a create's plan. */
-static long read_root_file(const char *dir_path, const char *name, size_t max) {
+ * its length and *bytes, or -1. The fast path's record and a create's plan. */
+static long read_root_file(const char *dir_path, const char *name, size_t max, char **bytes) {
   struct statx st;
   const int dir = sys_openat(AT_FDCWD, dir_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dir < 0)
@@ -164,7 +164,8 @@ static long read_root_file(const char *dir_path, const char *name, size_t max) {
   if (fd < 0)
     return -1;
   ok = sys_statx(fd, "", AT_EMPTY_PATH, &st) == 0 && S_ISREG(st.stx_mode) && root_only(&st);
-  const long len = ok ? read_all(fd, free_arena(), max) : -1;
+  *bytes = free_arena();
+  const long len = ok ? read_all(fd, *bytes, max) : -1;
   sys_close(fd);
   if (len >= 0)
     read_arena.used += (size_t)len + 1;
@@ -178,8 +179,8 @@ static int read_record(const char *config_path, struct gpuslice_fp_record *r, co
                        size_t *kept_size) {
   char name[17];
   gpuslice_fp_record_name(config_path, name);
-  char *const buf = free_arena();
-  const long len = read_root_file(GPUSLICE_FAST_PATH_DIR, name, RECORD_MAX - 1);
+  char *buf;
+  const long len = read_root_file(GPUSLICE_FAST_PATH_DIR, name, RECORD_MAX - 1, &buf);
   if (len < 0)
     return -1;
   if (kept) { /* parsing cuts its lines in place */
@@ -569,8 +570,8 @@ static char *append_number(char *p, unsigned long long v) {
 /* Reads the plan file `name` (root's alone, in a dir of root's alone) into
  * the arena and parses it into read_arena.plan: 0, or -1. */
 static int read_plan(const char *name) {
-  char *const bytes = free_arena();
-  const long len = read_root_file(GPUSLICE_FP_PLAN_DIR, name, GPUSLICE_FP_PLAN_MAX - 1);
+  char *bytes;
+  const long len = read_root_file(GPUSLICE_FP_PLAN_DIR, name, GPUSLICE_FP_PLAN_MAX - 1, &bytes);
   if (len < 0)
     return -1;
   read_arena.plan = arena_take(sizeof *read_arena.plan);

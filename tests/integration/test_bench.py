@@ -64,7 +64,7 @@ def test_bench_start_prints_every_figure_of_each_scenario(request, test_tmp):
         assert float(runc.group(1)) > 1 and float(runc.group(2)) > 1, runc.group(0)
 
 
-def test_the_ratios_interval_resamples_whole_iterations(request):
+def test_the_ratios_interval_resamples_whole_iterations():
     """bench_start's range of a ratio over resampled runs: iterations are
     drawn whole, so a wrapper that is 2 % slower than plain in every
     iteration reads 1.02 in every resample however much the iterations

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gpuslice/common/fd.hpp"
+#include "gpuslice/common/utc_timestamp.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -18,7 +19,8 @@ namespace gpuslice::log {
 namespace {
 // UTC, marked as such: a line's time must not cost the time zone's file
 // (glibc reads and parses it on the first conversion, gmtime's too), and
-// write_info_line writes the same stamp without glibc (utc_timestamp).
+// write_info_line and the fast path's entry write the same stamp
+// (utc_timestamp.h).
 constexpr const char *kPattern = "%Y-%m-%dT%H:%M:%S.%eZ %n[%P] %l: %v";
 
 void put_digits(std::string &out, long long value, int width) {
@@ -44,40 +46,9 @@ std::string file_path(const std::string &program, const Options &options) {
 }
 
 std::string utc_timestamp(const struct timespec &t) {
-  // Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
-  // civil_from_days): 400-year eras that start on 0000-03-01, so that a
-  // leap day ends its year.
-  long long days = t.tv_sec / 86400, second = t.tv_sec % 86400;
-  if (second < 0) {
-    second += 86400;
-    --days;
-  }
-  const long long z = days + 719468;
-  const long long era = (z >= 0 ? z : z - 146096) / 146097;
-  const long long day_of_era = z - era * 146097;
-  const long long year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36524 - day_of_era / 146096) / 365;
-  const long long day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-  const long long month_from_march = (5 * day_of_year + 2) / 153;
-  const long long day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
-  const long long month = month_from_march < 10 ? month_from_march + 3 : month_from_march - 9;
-  const long long year = year_of_era + era * 400 + (month <= 2);
-  std::string out;
-  out.reserve(24);
-  put_digits(out, year, 4);
-  out += '-';
-  put_digits(out, month, 2);
-  out += '-';
-  put_digits(out, day, 2);
-  out += 'T';
-  put_digits(out, second / 3600, 2);
-  out += ':';
-  put_digits(out, second / 60 % 60, 2);
-  out += ':';
-  put_digits(out, second % 60, 2);
-  out += '.';
-  put_digits(out, t.tv_nsec / 1000000, 3);
-  out += 'Z';
-  return out;
+  char stamp[GPUSLICE_UTC_TIMESTAMP_SIZE];
+  gpuslice_utc_timestamp(t.tv_sec, t.tv_nsec, stamp);
+  return stamp;
 }
 
 void setup(const std::string &program, const Options &options) {

@@ -3,6 +3,7 @@
 #include "create_plan.h"
 
 #include "fast_path.h"
+#include "gpuslice/common/utc_timestamp.h"
 
 static int equal(const char *a, const char *b) { return gpuslice_fp_streq(a, b); }
 
@@ -332,43 +333,4 @@ int gpuslice_fp_clean_absolute_path(const char *p) {
   return 1;
 }
 
-static char *two_digits(char *p, long long v) {
-  p[0] = (char)('0' + v / 10 % 10);
-  p[1] = (char)('0' + v % 10);
-  return p + 2;
-}
-
-void gpuslice_fp_utc_timestamp(long long sec, long nsec, char out[25]) {
-  /* log::utc_timestamp's civil_from_days */
-  long long days = sec / 86400, second = sec % 86400;
-  if (second < 0) {
-    second += 86400;
-    --days;
-  }
-  const long long z = days + 719468;
-  const long long era = (z >= 0 ? z : z - 146096) / 146097;
-  const long long day_of_era = z - era * 146097;
-  const long long year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36524 - day_of_era / 146096) / 365;
-  const long long day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-  const long long month_from_march = (5 * day_of_year + 2) / 153;
-  const long long day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
-  const long long month = month_from_march < 10 ? month_from_march + 3 : month_from_march - 9;
-  const long long year = year_of_era + era * 400 + (month <= 2);
-  char *p = two_digits(two_digits(out, year / 100), year % 100);
-  *p++ = '-';
-  p = two_digits(p, month);
-  *p++ = '-';
-  p = two_digits(p, day);
-  *p++ = 'T';
-  p = two_digits(p, second / 3600);
-  *p++ = ':';
-  p = two_digits(p, second / 60 % 60);
-  *p++ = ':';
-  p = two_digits(p, second % 60);
-  *p++ = '.';
-  const long ms = nsec / 1000000;
-  *p++ = (char)('0' + ms / 100);
-  p = two_digits(p, ms % 100);
-  *p++ = 'Z';
-  *p = '\0';
-}
+void gpuslice_fp_utc_timestamp(long long sec, long nsec, char out[25]) { gpuslice_utc_timestamp(sec, nsec, out); }

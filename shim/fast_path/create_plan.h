@@ -137,7 +137,8 @@ int gpuslice_fp_create_args(int argc, char *const *argv, int verb, const char **
  * is): no empty, "." or ".." component, no '/' at its end. */
 int gpuslice_fp_clean_absolute_path(const char *p);
 
-/* log::utc_timestamp's text of a time: "YYYY-MM-DDTHH:MM:SS.mmmZ" and a NUL. */
+/* The log's time, "YYYY-MM-DDTHH:MM:SS.mmmZ" and a NUL: gpuslice_utc_timestamp
+ * (gpuslice/common/utc_timestamp.h), compiled freestanding with the entry. */
 void gpuslice_fp_utc_timestamp(long long sec, long nsec, char out[25]);
 
 #ifdef __cplusplus

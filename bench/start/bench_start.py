@@ -16,7 +16,10 @@ start-up made a floor ~0.3 ms a call higher. The paired median
 Each ratio comes with the range 90 % of runs resampled from this one
 fall in (iterations drawn whole, with replacement): how far a run of
 this size moves on this machine: ~±1 % at 200 cycles when the host is
-quiet, ~±2.5 % when it swings between a slow and a fast mode.
+quiet, ~±2.5 % when it swings between a slow and a fast mode. The
+wrapper's ratio over the floor is printed too: gpuslice's own share,
+apart from what one exec a call costs on the host (where page tables are
+shadowed by a hypervisor, ~2 % of a cycle).
 
 The work dir (bundles, runc's --root, gpuslice's state dir) is a tmpfs
 mounted for the run, as /run is on a node, where containerd keeps all
@@ -522,6 +525,14 @@ def main() -> int:
                 print(f"{sc:8s} {name:7s} ratio {ratio:.3f} (added {w['median'] - p['median']:+.2f} ms per cycle, "
                       f"paired median {paired:+.2f} ms, {paired / p['median'] * 100:+.1f} % of plain's; "
                       f"90 % of resampled runs {low:.3f} to {high:.3f}){verdict}")
+            # gpuslice against one exec a call and nothing else: its own
+            # share, apart from what an exec costs on this host (on a VM
+            # that shadows page tables, ~2 % of a cycle without request).
+            over = summarize(times["wrapper"])["median"] / summarize(times["floor"])["median"]
+            low, high = ratio_interval(times["wrapper"], times["floor"], random.Random(a.seed))
+            print(f"{sc:8s} wrapper over the floor {over:.3f} (paired median "
+                  f"{paired_median(times['wrapper'], times['floor']):+.2f} ms per cycle; 90 % of resampled runs "
+                  f"{low:.3f} to {high:.3f}): what gpuslice adds to one exec a call")
             if a.phases:
                 for name in runners:
                     medians = [statistics.median(ph[k] for ph in phases[name]) for k in range(len(PHASES))]

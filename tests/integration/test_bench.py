@@ -49,6 +49,15 @@ def test_bench_start_prints_every_figure_of_each_scenario(request, test_tmp):
         low, high = float(ratio.group(2)), float(ratio.group(3))
         assert 0 < low <= high, ratio.group(0)
         assert re.search(rf"^{sc} +floor +ratio {NUMBER} ", out, re.M), out
+        # gpuslice over the floor: the two medians the run printed, divided
+        medians = {runner: float(re.search(rf"^{sc} +{runner} +median +({NUMBER}) ms ", out, re.M).group(1))
+                   for runner in ("wrapper", "floor")}
+        over = re.search(rf"^{sc} +wrapper over the floor ({NUMBER}) \(paired median {NUMBER} ms per cycle; "
+                         rf"90 % of resampled runs ({NUMBER}) to ({NUMBER})\): what gpuslice adds to one exec a "
+                         rf"call$", out, re.M)
+        assert over, out
+        assert abs(float(over.group(1)) - medians["wrapper"] / medians["floor"]) < 0.002, (over.group(0), medians)
+        assert 0 < float(over.group(2)) <= float(over.group(3)), over.group(0)
         for runner in ("plain", "wrapper", "floor"):
             assert re.search(rf"^{sc} +{runner} +phases create +{NUMBER} +start +{NUMBER} +wait +{NUMBER} "
                              rf"+delete +{NUMBER} ms", out, re.M), out

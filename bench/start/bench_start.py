@@ -191,6 +191,14 @@ def ratio_interval(xs: list[float], ys: list[float], rng: random.Random, resampl
     return ratios[int(tail * (resamples - 1))], ratios[int((1 - tail) * (resamples - 1) + 0.5)]
 
 
+def against(xs: list[float], ys: list[float], seed: int) -> tuple[float, float, float, float]:
+    """xs's cycles against ys's, run in the same iterations: the ratio of
+    their medians, the paired median (ms) and the ratio's range over
+    resampled runs (ratio_interval)."""
+    low, high = ratio_interval(xs, ys, random.Random(seed))
+    return statistics.median(xs) / statistics.median(ys), paired_median(xs, ys), low, high
+
+
 def interleaved(names: list[str], warmup: int, iterations: int, shuffle, run) -> dict[str, list]:
     """`run(name, slot, iteration, measured)` for every name in each
     iteration, in a shuffled order each time, not a rotation: a shared
@@ -513,26 +521,22 @@ def main() -> int:
             for name in runners:
                 if name == "plain":
                     continue
-                w = summarize(times[name])
-                ratio = w["median"] / p["median"]
-                paired = paired_median(times[name], times["plain"])
+                ratio, paired, low, high = against(times[name], times["plain"], a.seed)
                 verdict = ""
                 if name == "wrapper":
                     ok = ratio <= TARGETS[sc]
                     failed |= not ok
                     verdict = f"  target <= {TARGETS[sc]:.2f}: {'ok' if ok else 'MISSED'}"
-                low, high = ratio_interval(times[name], times["plain"], random.Random(a.seed))
-                print(f"{sc:8s} {name:7s} ratio {ratio:.3f} (added {w['median'] - p['median']:+.2f} ms per cycle, "
+                added = statistics.median(times[name]) - p["median"]
+                print(f"{sc:8s} {name:7s} ratio {ratio:.3f} (added {added:+.2f} ms per cycle, "
                       f"paired median {paired:+.2f} ms, {paired / p['median'] * 100:+.1f} % of plain's; "
                       f"90 % of resampled runs {low:.3f} to {high:.3f}){verdict}")
             # gpuslice against one exec a call and nothing else: its own
             # share, apart from what an exec costs on this host (on a VM
             # that shadows page tables, ~2 % of a cycle without request).
-            over = summarize(times["wrapper"])["median"] / summarize(times["floor"])["median"]
-            low, high = ratio_interval(times["wrapper"], times["floor"], random.Random(a.seed))
-            print(f"{sc:8s} wrapper over the floor {over:.3f} (paired median "
-                  f"{paired_median(times['wrapper'], times['floor']):+.2f} ms per cycle; 90 % of resampled runs "
-                  f"{low:.3f} to {high:.3f}): what gpuslice adds to one exec a call")
+            over, paired, low, high = against(times["wrapper"], times["floor"], a.seed)
+            print(f"{sc:8s} wrapper over the floor {over:.3f} (paired median {paired:+.2f} ms per cycle; "
+                  f"90 % of resampled runs {low:.3f} to {high:.3f}): what gpuslice adds to one exec a call")
             if a.phases:
                 for name in runners:
                     medians = [statistics.median(ph[k] for ph in phases[name]) for k in range(len(PHASES))]

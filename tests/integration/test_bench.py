@@ -73,6 +73,51 @@ def test_bench_start_prints_every_figure_of_each_scenario(request, test_tmp):
         assert float(runc.group(1)) > 1 and float(runc.group(2)) > 1, runc.group(0)
 
 
+def test_bench_start_expedites_rcu_for_its_run_and_sets_it_back(request, test_tmp):
+    """--expedite-rcu: the run says what the knob held, and holds it again
+    after; a run that fails half-way sets it back too."""
+    sys.path.insert(0, str(BENCH))
+    import benchlib
+    before = benchlib.RCU_EXPEDITED.read_text().strip()
+    out = run_bench("start/bench_start.py", gpuslice_path(request.config), test_tmp / "ok", "-n", "1", "--warmup", "0",
+                    "--scenario", "none", "--expedite-rcu")
+    assert re.search(rf"^# wrapper .*, RCU grace periods expedited for the run \(rcu_expedited was {before}\)$",
+                     out, re.M), out
+    assert benchlib.RCU_EXPEDITED.read_text().strip() == before
+    # With 2 devices the baseline's config is made by `gpuslice cdi inject`,
+    # which /bin/false stands for here: the run fails after the knob is set.
+    (test_tmp / "failed").mkdir()
+    p = subprocess.run([sys.executable, str(BENCH / "start/bench_start.py"), "--wrapper",
+                        gpuslice_path(request.config), "-n", "1", "--scenario", "devices", "--expedite-rcu",
+                        "--cli", "/bin/false"], env=dict(os.environ, TMPDIR=str(test_tmp / "failed")),
+                       capture_output=True, text=True, timeout=240)
+    assert p.returncode != 0, p.stdout
+    assert "cdi', 'inject'" in p.stderr or "/bin/false" in p.stderr, p.stderr
+    assert benchlib.RCU_EXPEDITED.read_text().strip() == before
+    assert not list((test_tmp / "failed").iterdir())
+    assert str(test_tmp / "failed") not in Path("/proc/mounts").read_text()
+
+
+def test_expedite_rcu_writes_1_and_restore_puts_back_what_was_there(tmp_path):
+    sys.path.insert(0, str(BENCH))
+    import benchlib
+    expedited, normal = tmp_path / "rcu_expedited", tmp_path / "rcu_normal"
+    expedited.write_text("0\n")
+    normal.write_text("0\n")
+    assert benchlib.expedite_rcu(expedited, normal) == "0"
+    assert expedited.read_text() == "1"
+    benchlib.restore_rcu("0", expedited)
+    assert expedited.read_text() == "0"
+    # rcu_normal set keeps grace periods normal whatever rcu_expedited says:
+    # refused, the knob untouched.
+    normal.write_text("1\n")
+    with pytest.raises(SystemExit, match="rcu_normal is set"):
+        benchlib.expedite_rcu(expedited, normal)
+    assert expedited.read_text() == "0"
+    with pytest.raises(SystemExit, match="cannot read"):
+        benchlib.expedite_rcu(tmp_path / "missing", normal)
+
+
 def test_the_ratios_interval_resamples_whole_iterations():
     """bench_start's range of a ratio over resampled runs: iterations are
     drawn whole, so a wrapper that is 2 % slower than plain in every

@@ -25,14 +25,23 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 NUMBER = r"[-+]?\d+\.\d+"
 
 
-def run_bench(script: str, wrapper: str, tmp: Path, *args: str) -> str:
-    """The bench's output; its temp files under `tmp`, which it must leave empty."""
+def bench_process(script: str, wrapper: str, tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    """The bench, run with its temp files under `tmp`, however it exited."""
     tmp.mkdir()
-    p = subprocess.run([sys.executable, str(BENCH / script), "--wrapper", wrapper, *args],
-                       env=dict(os.environ, TMPDIR=str(tmp)), capture_output=True, text=True, timeout=240)
-    assert p.returncode == 0, f"{script} exited {p.returncode}:\n{p.stdout}\n{p.stderr}"
+    return subprocess.run([sys.executable, str(BENCH / script), "--wrapper", wrapper, *args],
+                          env=dict(os.environ, TMPDIR=str(tmp)), capture_output=True, text=True, timeout=240)
+
+
+def assert_left_nothing(script: str, tmp: Path) -> None:
     assert not list(tmp.iterdir()), f"{script} left {list(tmp.iterdir())}"
     assert str(tmp) not in Path("/proc/mounts").read_text(), f"{script} left a mount under {tmp}"
+
+
+def run_bench(script: str, wrapper: str, tmp: Path, *args: str) -> str:
+    """The bench's output; its temp files under `tmp`, which it must leave empty."""
+    p = bench_process(script, wrapper, tmp, *args)
+    assert p.returncode == 0, f"{script} exited {p.returncode}:\n{p.stdout}\n{p.stderr}"
+    assert_left_nothing(script, tmp)
     return p.stdout
 
 
@@ -86,16 +95,12 @@ def test_bench_start_expedites_rcu_for_its_run_and_sets_it_back(request, test_tm
     assert benchlib.RCU_EXPEDITED.read_text().strip() == before
     # With 2 devices the baseline's config is made by `gpuslice cdi inject`,
     # which /bin/false stands for here: the run fails after the knob is set.
-    (test_tmp / "failed").mkdir()
-    p = subprocess.run([sys.executable, str(BENCH / "start/bench_start.py"), "--wrapper",
-                        gpuslice_path(request.config), "-n", "1", "--scenario", "devices", "--expedite-rcu",
-                        "--cli", "/bin/false"], env=dict(os.environ, TMPDIR=str(test_tmp / "failed")),
-                       capture_output=True, text=True, timeout=240)
+    p = bench_process("start/bench_start.py", gpuslice_path(request.config), test_tmp / "failed", "-n", "1",
+                      "--scenario", "devices", "--expedite-rcu", "--cli", "/bin/false")
     assert p.returncode != 0, p.stdout
-    assert "cdi', 'inject'" in p.stderr or "/bin/false" in p.stderr, p.stderr
+    assert "'/bin/false', 'cdi', 'inject'" in p.stderr, p.stderr
     assert benchlib.RCU_EXPEDITED.read_text().strip() == before
-    assert not list((test_tmp / "failed").iterdir())
-    assert str(test_tmp / "failed") not in Path("/proc/mounts").read_text()
+    assert_left_nothing("start/bench_start.py", test_tmp / "failed")
 
 
 def test_expedite_rcu_writes_1_and_restore_puts_back_what_was_there(tmp_path):

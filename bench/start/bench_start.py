@@ -449,6 +449,8 @@ def main() -> int:
                                                  env=compare_env["stamped"], lowlevel=plain)
 
         scenarios = ["none", "devices", "limits"] if a.scenario == "all" else [a.scenario]
+        rcu = (f"expedited for the run (rcu_expedited was {rcu_was})" if rcu_was is not None
+               else "as the kernel has them")
         print(f"# {shlex.join([sys.executable, *sys.argv])}")
         print(f"# wrapper {wrapper}, runtime {lowlevel}, floor {floor}, "
               f"{a.iterations} iterations (+{a.warmup} warm-up), {os.cpu_count()} cpus, "
@@ -456,8 +458,7 @@ def main() -> int:
               f"pause after create {a.pause_after_create} s, "
               f"GOMAXPROCS {os.environ.get('GOMAXPROCS', 'unset')}, work dir on "
               f"{fs_type(tmp)}, {a.node_containers} GPU containers running, "
-              f"{len(list(gpu.spec_dir.iterdir()))} specs, log level {a.log_level}, RCU grace periods "
-              f"{'expedited for the run (rcu_expedited was ' + rcu_was + ')' if a.expedite_rcu else 'as the kernel has them'}")
+              f"{len(list(gpu.spec_dir.iterdir()))} specs, log level {a.log_level}, RCU grace periods {rcu}")
         start_node_containers(wrapped, ocitest.Bundle(tmp / "node", template, rootfs),
                               ",".join(f"{gpu.KIND}={n}" for n in ("0", "1")), a.node_containers)
         failed = False

@@ -4,7 +4,7 @@
 # everything is already there.
 set -euo pipefail
 packages=(
-  build-essential cmake pkg-config git ca-certificates lld
+  build-essential cmake pkg-config git ca-certificates
   nlohmann-json3-dev libyaml-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libcli11-dev catch2
   clang libfuzzer-14-dev libclang-rt-14-dev
   libseccomp-dev libcap-dev checkpolicy semodule-utils

@@ -3,39 +3,32 @@
 // (a create with devices execs runc; for a container with limits a second
 // process records the init once runc has exited, and starts its monitor:
 // shim/lifecycle.hpp); `delete` of a container that has gpuslice state (and
-// `run` of one) removes that state; `exec` gets the container's CDI env; start, state, exec, ps,
-// pause and resume start the container's monitor again when it died; every
-// other verb (and a container that asks for no device) is an exec of the
-// low-level runtime with the arguments untouched. Those execs mostly happen
-// before main, in the fast path (fast_path/entry.c), when a record this
-// program saved shows it would do nothing else; so does the delete of a
-// container with devices and no limits (its state dir holds only plain files),
-// and of an ended one with limits whose monitor runs (it removes the dir). A
-// create with devices and no limits is the entry's too once this program has
-// left a plan for those devices (shim/create_plan.hpp).
+// `run` of one) removes that state; `exec` gets the container's CDI env;
+// start, state, exec, ps, pause and resume start the container's monitor
+// again when it died; every other verb (and a container that asks for no
+// device) is an exec of the low-level runtime with the arguments untouched.
+// Most of those execs happen before main, in the front
+// (fast_path/front.h), where the record this program saves shows that it
+// would do nothing else.
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/log.hpp"
 #include "gpuslice/shim/bundle.hpp"
 #include "gpuslice/shim/command_line.hpp"
-#include "gpuslice/shim/create_plan.hpp"
-#include "gpuslice/common/build_id.hpp"
 #include "gpuslice/shim/exec_env.hpp"
-#include "gpuslice/shim/fast_path_record.hpp"
-#include "gpuslice/shim/heap_pages.hpp"
+#include "gpuslice/shim/front_record.hpp"
 #include "gpuslice/shim/lifecycle.hpp"
 #include "gpuslice/shim/monitor_start.hpp"
 #include "gpuslice/shim/requests.hpp"
 #include "gpuslice/shim/runtime.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
-#include "fast_path/fast_path.h"
+#include "fast_path/front.h"
 
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
-#include <ctime>
 #include <unistd.h>
 #include <cstring>
 
@@ -85,61 +78,18 @@ private:
   std::optional<std::string> bundle_;
 };
 
-// What the next create of the same devices needs to be the entry's alone
-// (shim/create_plan.hpp). Best effort: without it the full program runs.
-void save_create_plan(const shim::CreatePlanFacts &facts, const std::string &config_file,
-                      const std::optional<std::string> &config_text, const Config &config) {
-  std::string log_file;
-  if (log::keeps(config.log, "info")) {
-    if (config.log.target != "file")
-      return; // a line to syslog or stderr: spdlog's
-    log_file = log::file_path("gpuslice-runtime", config.log);
-  }
-  struct timespec now {};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  const auto text = shim::create_plan_text(facts, {own_build_id(), config_file, config_text, log_file},
-                                           cdi::lstat_host_node, now);
-  if (text)
-    shim::save_create_plan(config_file, facts.devices, *text);
-}
-
 } // namespace
 
 int run(shim::CommandLine &cl) {
   const std::string config_file = config_path();
-  // What the entry read already (fast_path.h), where it is the same file.
-#ifdef GPUSLICE_RUNTIME_ENTRY
-  const gpuslice_fp_handover &handed = *gpuslice_fp_handed_over();
-#else
-  const gpuslice_fp_handover handed{}; // no entry (not x86-64): nothing was read before main
-#endif
-  const bool config_handed = handed.config_path && config_file == handed.config_path;
   Config config;
   std::optional<std::string> config_text;
-  std::optional<std::string> config_parsed; // config_snapshot() of `config`, for the record
-  bool config_read = false;
   try {
-    if (config_handed)
-      config_text = handed.config ? std::optional<std::string>(std::in_place, handed.config, handed.config_size)
-                                  : std::nullopt;
-    else
-      config_text = read_config_text(config_file);
-    // What this build made of the very same bytes before, kept in the
-    // record the entry found matching them: no need to parse them again.
-    // It is trusted as the record is (root's alone, and it names the
-    // runtime to exec already): never checked against the text again, and
-    // written back as it is, until the config or this binary changes.
-    std::optional<Config> kept;
-    if (config_handed && config_text && handed.config_parsed)
-      kept = shim::config_from_snapshot(std::string_view(handed.config_parsed, handed.config_parsed_size));
-    if (kept) {
-      config = std::move(*kept);
-      config_parsed.emplace(handed.config_parsed, handed.config_parsed_size); // this build's bytes: not encoded again
-    } else if (config_text) {
+    config_text = read_config_text(config_file);
+    if (config_text)
       config = parse_config(*config_text, config_file);
-      config_parsed = shim::config_snapshot(config);
-    }
-    config_read = true;
+    // What the front may rely on at the next calls.
+    shim::save_front_record(config_file, config_text, config, GS_FRONT_RECORD_DIR);
   } catch (const Error &e) {
     // delete, kill and state must keep working with a broken config, or
     // containers could never be cleaned up; only create refuses.
@@ -147,20 +97,12 @@ int run(shim::CommandLine &cl) {
       return fail(cl, config, e.message());
   }
 
-  shim::FoundRuntime found;
+  std::string runtime;
   try {
-    found = shim::locate_runtime(config);
+    runtime = shim::find_runtime(config);
   } catch (const Error &e) {
     return fail(cl, config, e.message());
   }
-  const std::string &runtime = found.path;
-  // What the next calls' fast path (shim/fast_path/) may rely on.
-  if (config_read)
-    shim::save_fast_path_record(config_file, config_text, found, config.state_dir, shim::create_triggers(config),
-                                config_parsed, GPUSLICE_FAST_PATH_DIR,
-                                config_handed && handed.record
-                                    ? std::optional<std::string_view>(std::in_place, handed.record, handed.record_size)
-                                    : std::nullopt);
 
   if (cl.deletes() && !cl.container_id.empty() && state::container_dir_exists(config.state_dir, cl.container_id)) {
     try {
@@ -211,8 +153,6 @@ int run(shim::CommandLine &cl) {
     try {
       shim::CreateRequest request{cl.bundle, cl.container_id, cl.pid_file};
       request.defer_monitor = cl.verb == "create";
-      if (config_handed && handed.spec_path)
-        request.spec_read.emplace(handed.spec_path, std::string(handed.spec, handed.spec_size));
       edit = shim::prepare_bundle(request, config, config_file,
                                   cl.verb == "run" ? shim::HookMode::add : shim::HookMode::none);
       if (request.pid_file != cl.pid_file)
@@ -239,8 +179,6 @@ int run(shim::CommandLine &cl) {
 
   try {
     if (cl.verb == "create" && edit.written && !edit.shared) { // no limits: nothing to wait for
-      if (edit.fast_create)
-        save_create_plan(*edit.fast_create, config_file, config_text, config);
       tidying.now();
       shim::exec_create(runtime, cl, config, std::move(edit.state_dir));
     }
@@ -262,7 +200,6 @@ int run(shim::CommandLine &cl) {
 }
 
 int main(int argc, char **argv) {
-  shim::map_in_heap_top();
   shim::CommandLine cl = shim::parse_command_line(argc, argv);
   int status;
   try {

@@ -13,7 +13,7 @@ With /bin/true as the runtime the create writes no pid file: its state
 dir is stale at once, and the delete after each create removes it (a
 build before 2026-12-06 left an init recorder beside the runtime, which
 found no init and removed the dir on the other CPU). The spec cache and the
-fast-path record are filled by warm-up creates first. The bundle and the
+front's record are filled by warm-up creates first. The bundle and the
 state dir are on a tmpfs, as containerd's bundles and /run are on a node:
 on this VM's ext4, the fsyncs of the state dir and of config.json took
 ~1 ms of each create, which a node does not pay and which drowned what
@@ -56,7 +56,7 @@ def write_setup(work: Path, refused: bool, builds: int, log_level: str = "info")
     one the spec lacks); the config's paths and config.json's bytes.
 
     The config is written once for each build, at a path of its own: the
-    fast path keeps one record per config path, and two builds whose
+    front keeps one record per config path, and two builds whose
     records differ (a new record format) would otherwise each replace the
     other's on every create, and neither would be timed as a node runs it."""
     specs = work / "cdi"
@@ -104,7 +104,7 @@ def main() -> int:
     if a.floor and a.verb == "create":
         ap.error("--floor is for --verb start or delete (a create's work is more than an exec)")
     if os.geteuid() != 0:
-        raise SystemExit("bench_create.py: run as root (the spec cache and the fast path are root's)")
+        raise SystemExit("bench_create.py: run as root (the spec cache and the front's record are root's)")
     builds = [str(Path(b).resolve()) for b in a.builds]
     floor = str(Path(a.floor).resolve()) if a.floor else ""
     for b in builds + ([floor] if floor else []):
@@ -160,7 +160,7 @@ def run_calls(work: Path, builds: list[str], floor: str, a: argparse.Namespace) 
     def create(k: int, cid: str) -> float:
         build, env = builds[k], envs[k]
         (bundle / "config.json").write_bytes(config_json)  # the create rewrites it
-        # with a pid file, as containerd creates (the entry's create from a plan needs it)
+        # with a pid file, as containerd creates
         took = spawned([build, "--root", str(root), "create", "--bundle", str(bundle), "--pid-file",
                         str(bundle / "init.pid"), cid], env, expected, quiet)
         subprocess.run([build, "--root", str(root), "delete", "--force", cid], env=env,
@@ -168,9 +168,6 @@ def run_calls(work: Path, builds: list[str], floor: str, a: argparse.Namespace) 
         return took
 
     timed = create if a.verb == "create" else call
-    # A spec file changed in the last two seconds is one a create with
-    # devices plans nothing from (shim/create_plan.hpp): a node's are older.
-    time.sleep(2.1)
     for i in range(a.warmup):
         for k in range(len(arms)):
             timed(k, f"warm{i}")

@@ -91,27 +91,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "integration"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import benchlib  # noqa: E402
-import hot_text  # noqa: E402
 import ocitest  # noqa: E402
 
 TARGETS = {"none": 1.03, "devices": 1.05, "limits": 1.10}
 ANNOTATION = "cdi.k8s.io/gpuslice-bench"
-# Where the full program leaves the plans of creates the entry does
-# (shim/fast_path/create_plan.h), each named by fnv1a of its config path and devices.
-PLAN_DIR = Path("/run/gpuslice/runtime-create-plans")
 LIMITED_KIND = "gpuslice-bench.example/gpu"
 FAKE_GPU0 = "GPU-facea2a3-a4a5-a6a7-a8a9-aaabacadae00"  # the one GPU the build's fake NVML lists
 
 
 PHASES = ("create", "start", "wait", "delete")
-
-
-def fnv1a(text: str) -> str:
-    """FNV-1a 64 of text's bytes, 16 hex digits (shim/fast_path/create_plan.c's gpuslice_fp_digest)."""
-    h = 0xcbf29ce484222325
-    for b in text.encode():
-        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return f"{h:016x}"
 
 
 def exited_well(rt: ocitest.Runtime, cid: str, rc: int, out: Path) -> None:
@@ -352,12 +340,6 @@ def main() -> int:
     ap.add_argument("--log-level", default="info",
                     help="the wrapper's log level (default info, a node's unless its config says otherwise: a "
                          "create with devices writes one line; before 2026-12-06 the bench ran at warn, no line)")
-    ap.add_argument("--hot-text", default="", metavar="FILE",
-                    help="time nothing: run one cycle of the wrapper per scenario single-stepped (step_trace, "
-                         "beside exec_floor), and one under valgrind's lackey for the data it touches (not with "
-                         "limits: valgrind knows no pidfd_open), and write the functions they ran and the data they "
-                         "touched to FILE, in the order lld is to lay them out (shim/hot-text.order; "
-                         "bench/start/hot_text.py)")
     a = ap.parse_args()
 
     wrapper = benchlib.wrapper_as_root(a)
@@ -368,11 +350,6 @@ def main() -> int:
     stamper = str(build / "bench" / "start" / "exec_floor")
     bare = build / "bench" / "start" / "exec_floor_bare"
     floor = a.floor or str(bare if os.access(bare, os.X_OK) else stamper)
-    step_trace = str(build / "bench" / "start" / "step_trace")
-    if a.hot_text and not os.access(step_trace, os.X_OK):
-        raise SystemExit(f"--hot-text: {step_trace} missing (build the benches)")
-    if a.hot_text and not shutil.which("valgrind"):
-        raise SystemExit("--hot-text: valgrind not found")
     if a.compare and not os.access(a.compare, os.X_OK):
         raise SystemExit(f"--compare {a.compare}: not an executable")
     for what, path in (("--cli", cli), ("--floor", floor), ("exec_floor", stamper)):
@@ -404,10 +381,6 @@ def main() -> int:
         (gpu.spec_dir / "limited.json").write_text(json.dumps(limited_spec(gpu)))
         if a.node_spec:
             (gpu.spec_dir / "driver.example.com-gpu.yaml").write_text(driver_spec_yaml())
-        # A spec file changed in the last two seconds is one a create with
-        # devices plans nothing from (shim/create_plan.hpp); a node's are
-        # older, and so are these before the first create is timed.
-        spec_written = time.time()
         hook = os.environ.get("GPUSLICE_HOOK") or str(build / "hook" / "gpuslice-hook")
         interposer = str(build / "interposer" / "libgpuslice-cuda.so")
         nvml = str(build / "tests" / "fakes" / "lib" / "libnvidia-ml.so.1")
@@ -436,7 +409,7 @@ def main() -> int:
                                               env=dict(stamp_env, GPUSLICE_CONFIG=str(conf_stamped)), lowlevel=plain),
                    "floor": ocitest.Runtime("floor", [stamper], root, env=stamp_env, lowlevel=plain)}
         # The compared build reads the same config at a path of its own: the
-        # fast path keeps one record per config path, and two builds whose
+        # front keeps one record per config path, and two builds whose
         # records differ (a new record format) would each replace the
         # other's on every call, neither running as it runs on a node.
         compare_env = {}
@@ -482,48 +455,8 @@ def main() -> int:
             # iteration, not by runner, so that no runner keeps a path or an
             # id of its own (their lengths alone move runc's work a little).
             slots = [ocitest.Bundle(tmp / f"{sc}-slot{k}", template, rootfs) for k in range(len(runners))]
-            if a.hot_text:
-                # Each call single-stepped until it execs the runtime (or
-                # exits): its instructions, in the order first run.
-                steps = tmp / f"steps-{sc}"
-                steps.mkdir()
-                profiled = ocitest.Runtime("profiled", [step_trace, str(steps), wrapper],
-                                           root, env=wrapped.env, lowlevel=plain)
-                # One cycle first, unprofiled: the profile is of what every
-                # create but a node's first runs (the fast-path record and
-                # the spec cache filled).
-                cycle(wrapped, slots[0], f"bench-{sc}-unprofiled", configs["wrapper"])
-                if sc == "devices":
-                    # A create with devices is the entry's once the full
-                    # program left a plan (shim/create_plan.hpp): the full
-                    # program's create profiled first (no plan), then the
-                    # entry's (a plan made once the spec files are over two
-                    # seconds old).
-                    full_steps = tmp / "steps-devices-full"
-                    full_steps.mkdir()
-                    plan = PLAN_DIR / ("create-" + fnv1a(wrapped.env["GPUSLICE_CONFIG"] + "\n" + devices))
-                    plan.unlink(missing_ok=True)
-                    cycle(ocitest.Runtime("profiled", [step_trace, str(full_steps), wrapper], root, env=wrapped.env,
-                                          lowlevel=plain), slots[0], f"bench-{sc}-profiled-full", configs["wrapper"])
-                    time.sleep(max(0.0, gpu.spec_file.stat().st_ctime + 2.1 - time.time()))
-                    cycle(wrapped, slots[0], f"bench-{sc}-planned", configs["wrapper"])
-                    if not plan.exists():
-                        raise SystemExit(f"--hot-text: no plan {plan} for the entry's create with devices")
-                cycle(profiled, slots[0], f"bench-{sc}-profiled", configs["wrapper"])
-                if sc == "limits":
-                    print("limits: its data not traced (valgrind 3.19, Debian 12's, knows no pidfd_open, which the "
-                          "monitor needs)")
-                    continue
-                # And the data it touches (lackey, a line per access: ~0.5 GB
-                # for a create, on the work dir's tmpfs for a moment).
-                traced = ocitest.Runtime("traced", ["valgrind", "--tool=lackey", "--trace-mem=yes",
-                                                    f"--log-file={tmp}/lackey.%p", wrapper],
-                                         root, env=wrapped.env, lowlevel=plain)
-                cycle(traced, slots[0], f"bench-{sc}-traced", configs["wrapper"])
-                continue
             phases = {name: [] for name in runners}
             shuffle = random.Random(a.seed).shuffle
-            time.sleep(max(0.0, spec_written + 2.1 - time.time()))
 
             def timed(name: str, slot: int, i: int, measured: bool) -> float:
                 time.sleep(a.settle)
@@ -605,16 +538,6 @@ def main() -> int:
                 raise SystemExit(f"state left behind: {leftover}")
         for i in range(a.node_containers):
             wrapped.delete(f"{NODE_PREFIX}{i}", force=True)
-        if a.hot_text:
-            # A create with devices first, all of it together (the entry's,
-            # then the full program's); then what a create with limits runs
-            # besides; then the fast path's calls.
-            traces = [t for sc in ("devices", "devices-full", "limits", "none")
-                      for t in hot_text.largest_first((tmp / f"steps-{sc}").glob("*"))]
-            functions, data = hot_text.write_order(traces, hot_text.largest_first(tmp.glob("lackey.*")),
-                                                   wrapper, Path(a.hot_text),
-                                                   shlex.join(["bench/start/bench_start.py", *sys.argv[1:]]))
-            print(f"{a.hot_text}: {functions} functions, {data} data objects")
         return 1 if (failed and a.check) else 0
     finally:
         if rcu_was is not None:

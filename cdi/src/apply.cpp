@@ -84,13 +84,12 @@ void apply_env(OciSpec &oci, const std::vector<std::string> &env) {
   }
 }
 
-} // namespace
-
 // Fills type, major/minor and mode from the host node when the spec left them
 // out, as the reference does: a node is complete with a type and a non-zero
 // major (or type p). A complete node still takes the host node's mode when
 // the spec gave none (the reference since 1.1.0: runc would make it 0666),
-// and needs no host node.
+// and needs no host node. Throws Error when the host node it needs is
+// missing or of another type.
 DeviceNode complete_device_node(const DeviceNode &in, const HostNodeLookup &lookup) {
   DeviceNode d = in;
   if (d.host_path.empty())
@@ -146,7 +145,6 @@ OciSpec hook_object(const Hook &h) {
   return oh;
 }
 
-namespace {
 
 // The same field in both, a missing one equal to `absent` (Go's omitempty
 // leaves out what gpuslice writes as empty, and the reverse).

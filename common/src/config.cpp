@@ -1,6 +1,5 @@
 #include "gpuslice/common/config.hpp"
 
-#include "gpuslice/common/byte_codec.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/toml_text.hpp"
@@ -14,21 +13,6 @@
 #include <sys/stat.h>
 
 namespace gpuslice {
-
-namespace log {
-template <class Io> void fields(Io &io, Options &o) { io(o.level), io(o.target), io(o.directory); }
-} // namespace log
-
-// Every field of Config, in one list that encode_config and decode_config
-// both walk. A field added to config.hpp goes here too: the round-trip test
-// of a config that sets every key fails until it does.
-template <class Io> void fields(Io &io, Config &c) {
-  io(c.spec_dirs), io(c.annotation_prefixes), io(c.runtimes), io(c.accept_env_requests), io(c.default_kind),
-      io(c.hook_path), io(c.state_dir), io(c.interposer_path), io(c.shim_path), io(c.accept_gpushare_env), io(c.log),
-      io(c.monitor_interval_ms), io(c.monitor_action), io(c.monitor_memory_tolerance), io(c.monitor_nvml_path),
-      io(c.max_containers_per_gpu), io(c.allow_memory_overcommit), io(c.selinux_label),
-      io(c.selinux_shared_file_label), io(c.from_file);
-}
 
 namespace {
 
@@ -215,16 +199,6 @@ std::vector<std::string> config_keys() {
     for (const auto &key : keys)
       out.push_back(table + "." + key);
   return out;
-}
-
-std::string encode_config(const Config &config) {
-  bytes::Writer w;
-  w.encode(config);
-  return w.out;
-}
-
-std::optional<Config> decode_config(std::string_view encoded) {
-  return bytes::Reader(encoded).decode_rest<Config>();
 }
 
 namespace {

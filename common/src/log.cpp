@@ -6,7 +6,6 @@
 #include <spdlog/spdlog.h>
 
 #include "gpuslice/common/fd.hpp"
-#include "gpuslice/common/utc_timestamp.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -18,10 +17,55 @@ namespace gpuslice::log {
 
 namespace {
 // UTC, marked as such: a line's time must not cost the time zone's file
-// (glibc reads and parses it on the first conversion, gmtime's too), and
-// write_info_line and the fast path's entry write the same stamp
-// (utc_timestamp.h).
+// (glibc reads and parses it on the first conversion, gmtime's too):
+// write_info_line formats its stamp itself (format_utc), the same as this.
 constexpr const char *kPattern = "%Y-%m-%dT%H:%M:%S.%eZ %n[%P] %l: %v";
+
+constexpr std::size_t kUtcTimestampSize = 25; // its 24 characters and a NUL
+
+char *two_digits(char *p, long long v) {
+  p[0] = (char)('0' + v / 10 % 10);
+  p[1] = (char)('0' + v % 10);
+  return p + 2;
+}
+
+// Years 0 to 9999 (the seconds of 0000-01-01 to 9999-12-31 since the epoch).
+void format_utc(long long sec, long nsec, char out[kUtcTimestampSize]) {
+  // Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
+  // civil_from_days): 400-year eras that start on 0000-03-01, so that a
+  // leap day ends its year.
+  long long days = sec / 86400, second = sec % 86400;
+  if (second < 0) {
+    second += 86400;
+    --days;
+  }
+  const long long z = days + 719468;
+  const long long era = (z >= 0 ? z : z - 146096) / 146097;
+  const long long day_of_era = z - era * 146097;
+  const long long year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36524 - day_of_era / 146096) / 365;
+  const long long day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+  const long long month_from_march = (5 * day_of_year + 2) / 153;
+  const long long day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
+  const long long month = month_from_march < 10 ? month_from_march + 3 : month_from_march - 9;
+  const long long year = year_of_era + era * 400 + (month <= 2);
+  char *p = two_digits(two_digits(out, year / 100), year % 100);
+  *p++ = '-';
+  p = two_digits(p, month);
+  *p++ = '-';
+  p = two_digits(p, day);
+  *p++ = 'T';
+  p = two_digits(p, second / 3600);
+  *p++ = ':';
+  p = two_digits(p, second / 60 % 60);
+  *p++ = ':';
+  p = two_digits(p, second % 60);
+  *p++ = '.';
+  const long ms = nsec / 1000000;
+  *p++ = (char)('0' + ms / 100);
+  p = two_digits(p, ms % 100);
+  *p++ = 'Z';
+  *p = '\0';
+}
 
 void put_digits(std::string &out, long long value, int width) {
   char digits[24];
@@ -46,8 +90,8 @@ std::string file_path(const std::string &program, const Options &options) {
 }
 
 std::string utc_timestamp(const struct timespec &t) {
-  char stamp[GPUSLICE_UTC_TIMESTAMP_SIZE];
-  gpuslice_utc_timestamp(t.tv_sec, t.tv_nsec, stamp);
+  char stamp[kUtcTimestampSize];
+  format_utc(t.tv_sec, t.tv_nsec, stamp);
   return stamp;
 }
 

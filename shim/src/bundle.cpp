@@ -172,19 +172,6 @@ CreatePlan plan_create(CreateContext &ctx, const std::string &bundle_dir, HookMo
   if (!limits)
     refuse_limits_not_claimed(ctx.spec.json());
 
-  std::optional<CreatePlanFacts> fast_create;
-  if (hooks == HookMode::none && !limits && plan.warnings.empty() &&
-      requests.from_annotations == requests.devices.size()) {
-    std::string env = cdi_env_text(edits.env);
-    env.pop_back(); // its newline
-    std::vector<std::string> prefixes;
-    for (const auto &p : ctx.config.annotation_prefixes)
-      if (!p.empty())
-        prefixes.push_back(p);
-    fast_create = CreatePlanFacts{join(requests.devices, ","), std::move(prefixes), registry.spec_dirs(), edits,
-                                  std::move(env)};
-  }
-
   Modifiers modifiers;
   modifiers.push_back(exec_env_modifier(edits.env));
   modifiers.push_back(cdi_edits_modifier(std::move(edits)));
@@ -198,8 +185,6 @@ CreatePlan plan_create(CreateContext &ctx, const std::string &bundle_dir, HookMo
   }
   for (const auto &m : modifiers)
     m->modify(ctx);
-  if (!ctx.plan.labeler.active()) // labelled state files: the full program's
-    plan.fast_create = std::move(fast_create);
   plan.devices = std::move(requests.devices);
   return plan;
 }
@@ -210,9 +195,7 @@ BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const st
                           HookMode hooks) {
   const std::string bundle = bundle_dir(request.bundle_dir);
   const std::string path = bundle + "/config.json";
-  BundleSpec spec = request.spec_read && request.spec_read->first == path
-                        ? BundleSpec::parse(request.spec_read->second, path)
-                        : BundleSpec::load(path);
+  BundleSpec spec = BundleSpec::load(path);
   CreateContext ctx{spec, config, config_file, request.container_id,
                     fs::clean_path(config.state_dir) + "/containers/" + request.container_id, std::string(), {}, {}};
   ctx.defer_monitor = request.defer_monitor;
@@ -227,7 +210,6 @@ BundleEdit prepare_bundle(CreateRequest &request, const Config &config, const st
   edit.shared = ctx.plan.monitor;
   edit.monitor = std::move(ctx.pending_monitor);
   edit.devices = std::move(plan.devices);
-  edit.fast_create = std::move(plan.fast_create);
   return edit;
 }
 

@@ -5,6 +5,8 @@
 #include "gpuslice/common/spawn.hpp"
 #include "gpuslice/common/strings.hpp"
 
+#include "../fast_path/front.h"
+
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
@@ -22,30 +24,13 @@ namespace gpuslice::shim {
 
 namespace {
 
-bool same_file(const struct stat &a, const struct stat &b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
-
-bool usable(const std::string &path, const struct stat &self, struct stat &st) {
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(path.c_str(), X_OK) != 0)
-    return false;
-  return !same_file(st, self);
-}
-
-// `dir` noted as searched (once: false when it was already), its mtime
-// taken before anything in it is looked at: whatever appears there after
-// the look changes it.
-bool note_searched(std::vector<SearchedDir> &searched, const std::string &dir) {
-  for (const auto &s : searched)
-    if (s.path == dir)
-      return false;
-  SearchedDir s{dir};
+// A runtime gs_find_runtime may take: an executable regular file that is
+// not this very program (gpuslice-runtime installed as "runc" in PATH).
+int usable(const char *path, void *self_arg) {
+  const auto &self = *static_cast<const struct stat *>(self_arg);
   struct stat st {};
-  if (::stat(dir.c_str(), &st) == 0) {
-    s.exists = true;
-    s.mtime_sec = st.st_mtim.tv_sec;
-    s.mtime_nsec = st.st_mtim.tv_nsec;
-  }
-  searched.push_back(std::move(s));
-  return true;
+  return ::stat(path, &st) == 0 && S_ISREG(st.st_mode) && ::access(path, X_OK) == 0 &&
+         !(st.st_dev == self.st_dev && st.st_ino == self.st_ino);
 }
 
 std::string rfc3339_now() {
@@ -62,47 +47,23 @@ std::string rfc3339_now() {
 
 } // namespace
 
-FoundRuntime locate_runtime(const Config &config) {
+std::string find_runtime(const Config &config) {
   struct stat self {};
   if (::stat("/proc/self/exe", &self) != 0)
     self = {};
-  const char *env_path = std::getenv("PATH");
-  const std::string path = env_path && *env_path ? env_path : kDefaultPath;
-  FoundRuntime found;
-  auto take = [&](const std::string &candidate, const std::string &dir) {
-    const bool first_look = note_searched(found.searched_before, dir);
-    struct stat st {};
-    if (!usable(candidate, self, st))
-      return false;
-    if (first_look) // nothing looked for before in the runtime's own dir: its replacement shows in its inode
-      found.searched_before.pop_back();
-    found.path = candidate;
-    found.dev_major = major(st.st_dev);
-    found.dev_minor = minor(st.st_dev);
-    found.ino = st.st_ino;
-    return true;
-  };
+  std::vector<const char *> names;
+  for (const auto &name : config.runtimes)
+    names.push_back(name.c_str());
+  const char *path = std::getenv("PATH");
+  char found[4096];
+  if (gs_find_runtime(names.data(), static_cast<int>(names.size()), path, found, sizeof found, usable, &self) == 0)
+    return found;
   std::string tried;
-  for (const auto &name : config.runtimes) {
-    if (fs::is_absolute(name)) {
-      if (take(name, fs::dirname(name)))
-        return found;
-      tried += (tried.empty() ? "" : ", ") + quote(name);
-      continue;
-    }
-    for (const auto &dir : split(path, ':', EmptyParts::skip)) {
-      if (!fs::is_absolute(dir))
-        continue; // a relative PATH entry would depend on the bundle's cwd
-      if (take(fs::clean_path(dir) + "/" + name, fs::clean_path(dir)))
-        return found;
-    }
+  for (const auto &name : config.runtimes)
     tried += (tried.empty() ? "" : ", ") + quote(name);
-  }
-  throw Error("no low-level runtime found (tried " + tried + " in PATH " + quote(path) +
+  throw Error("no low-level runtime found (tried " + tried + " in PATH " + quote(path && *path ? path : GS_DEFAULT_PATH) +
               "); install runc or crun, or set [runtime] runtimes in the config");
 }
-
-std::string find_runtime(const Config &config) { return locate_runtime(config).path; }
 
 std::vector<char *> argv_of(const std::string &runtime, const std::vector<std::string> &args) {
   std::vector<char *> argv = c_strings(args);

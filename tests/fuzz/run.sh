@@ -11,8 +11,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pairs=(fuzz_spec_parse:spec fuzz_apply:apply fuzz_requests:requests fuzz_containerd_edit:containerd fuzz_region:region
        fuzz_hook_state:hook_state fuzz_hook_config:hook_config fuzz_json_parse:json
-       fuzz_bundle_spec:bundle_spec fuzz_fast_path_json:fast_path_json
-       fuzz_fast_path_merge:fast_path_merge)
+       fuzz_bundle_spec:bundle_spec fuzz_front:front)
 
 # One target: its log in $work/TARGET.log, its findings under $work/TARGET/,
 # its exit status in $work/TARGET.status.

@@ -159,30 +159,6 @@ TEST_CASE("prepare_bundle for create: no hook; runc's pid file in the state dir 
   CHECK(nothing.pid_file.empty()); // runc's arguments stay untouched
 }
 
-TEST_CASE("prepare_bundle: config.json's bytes read already are used for that very path only", "[shim]") {
-  TempDir t;
-  const Config config = one_device_config(t);
-  const std::string requested = R"({"process": {"env": []}, "annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}})";
-  const std::string plain = R"({"process": {"env": []}})";
-  // On disk no request; the bytes handed over hold one: they are what is edited.
-  t.write("b1/config.json", plain);
-  CreateRequest handed{t / "b1", "c1", ""};
-  handed.spec_read.emplace(t / "b1/config.json", requested);
-  CHECK(prepare_bundle(handed, config, kDefaultConfigPath, HookMode::none).written);
-  CHECK(cdi::OciSpec::parse(fs::read_file(t / "b1/config.json")).at("annotations").contains("cdi.k8s.io/x"));
-  // Read from another path (another spelling of it, even): the file is read.
-  t.write("b2/config.json", plain);
-  CreateRequest elsewhere{t / "b2", "c2", ""};
-  elsewhere.spec_read.emplace(t.path() + "/b2/./config.json", requested);
-  CHECK_FALSE(prepare_bundle(elsewhere, config, kDefaultConfigPath, HookMode::none).written);
-  // Handed-over bytes are held to the same rules as the file's.
-  t.write("b3/config.json", requested);
-  CreateRequest broken{t / "b3", "c3", ""};
-  broken.spec_read.emplace(t / "b3/config.json", "[1]");
-  CHECK_THROWS_WITH(prepare_bundle(broken, config, kDefaultConfigPath, HookMode::none),
-                    Catch::Contains("b3/config.json") && Catch::Contains("not a JSON object"));
-}
-
 TEST_CASE("prepare_bundle: nothing requested leaves config.json alone; failures leave it unchanged", "[shim]") {
   TempDir t;
   const Config config = one_device_config(t);
@@ -222,42 +198,6 @@ TEST_CASE("find_runtime: absolute paths, PATH search, clear error", "[shim]") {
   config.runtimes = {"definitely-not-a-runtime", "/nonexistent/crun"};
   CHECK_THROWS_WITH(find_runtime(config), Catch::Contains("\"definitely-not-a-runtime\", \"/nonexistent/crun\"") &&
                                               Catch::Contains("install runc or crun"));
-}
-
-TEST_CASE("locate_runtime: the runtime and the directories searched before it, their mtimes from before the look",
-          "[shim]") {
-  TempDir t;
-  std::filesystem::create_directories(t / "a");
-  std::filesystem::create_directories(t / "b");
-  t.write("b/rt", "#!/bin/sh\n");
-  ::chmod((t / "b/rt").c_str(), 0755);
-  struct stat a {}, rt {};
-  REQUIRE(::stat((t / "a").c_str(), &a) == 0);
-  REQUIRE(::stat((t / "b/rt").c_str(), &rt) == 0);
-  const char *old_path = std::getenv("PATH");
-  const std::string saved = old_path ? old_path : "";
-  ::setenv("PATH", (t / "a" + ":" + t / "missing" + ":" + t / "b" + "/:" + t / "c").c_str(), 1);
-  Config config;
-  config.runtimes = {"rt"};
-  const FoundRuntime found = locate_runtime(config);
-  CHECK(found.path == t / "b/rt");
-  CHECK(found.ino == rt.st_ino);
-  CHECK(found.dev_major == major(rt.st_dev));
-  REQUIRE(found.searched_before.size() == 2); // not b, where it is; not c, after it
-  CHECK(found.searched_before[0].path == t / "a");
-  CHECK(found.searched_before[0].exists);
-  CHECK(found.searched_before[0].mtime_sec == a.st_mtim.tv_sec);
-  CHECK(found.searched_before[0].mtime_nsec == a.st_mtim.tv_nsec);
-  CHECK(found.searched_before[1].path == t / "missing");
-  CHECK_FALSE(found.searched_before[1].exists);
-
-  // A name before it that is found nowhere: every directory, b too (it could appear there).
-  config.runtimes = {"/nowhere/first", "second", "rt"};
-  std::vector<std::string> dirs;
-  for (const auto &d : locate_runtime(config).searched_before)
-    dirs.push_back(d.path);
-  CHECK(dirs == std::vector<std::string>{"/nowhere", t / "a", t / "missing", t / "b", t / "c"});
-  ::setenv("PATH", saved.c_str(), 1);
 }
 
 TEST_CASE("runtime log lines are what containerd's shim parses", "[shim]") {

@@ -29,16 +29,6 @@ using HostNodeLookup = std::function<HostNode(const std::string &host_path)>;
 // lstat()s the path; throws Error naming it when it cannot.
 HostNode lstat_host_node(const std::string &host_path);
 
-// A device node with what the spec left out (type, major, minor, mode)
-// filled from its host node, as apply_edits fills it; throws Error when the
-// host node it needs is missing or of another type.
-DeviceNode complete_device_node(const DeviceNode &in, const HostNodeLookup &lookup = lstat_host_node);
-
-// A mount's and a hook's object, as apply_edits adds them to the spec (the
-// entry's create adds the same: shim/fast_path/cdi_merge.h).
-OciSpec mount_object(const Mount &m);
-OciSpec hook_object(const Hook &h);
-
 // Applies `edits` to `oci` in the CDI order: env, device nodes, net devices,
 // mounts (then a stable sort by destination depth), hooks, intelRdt,
 // additional gids. On error `oci` may be partly edited: callers that need

@@ -12,7 +12,7 @@
 // only hand back what this very binary made of these very bytes; the
 // entry's name (a hash of the build id and the text) only finds it. The
 // directory and its files must be this user's and writable by no one
-// else, as the fast path's record must: whoever could write there could
+// else, as the runtime front's record must: whoever could write there could
 // hand the runtime any device. Anything else (another owner, a link, a stray byte) is a
 // miss, and the spec is parsed as if there were no cache.
 #pragma once

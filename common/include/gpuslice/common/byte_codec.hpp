@@ -1,5 +1,5 @@
 // Structs as bytes, and back, for what a binary keeps for its own later
-// runs on one node (the CDI spec cache, the fast path's parsed config): the
+// runs on one node (the CDI spec cache): the
 // encoding is native-endian and private to one build (whoever stores it
 // also stores the build id, own_build_id()), so it needs no versioning. What
 // it must be is exact: the reader takes any byte it does not expect as a

@@ -49,9 +49,8 @@ struct Config {
   // The keys the config file set ("runtime.hook-path"); the others are the
   // compiled-in defaults above.
   std::set<std::string> from_file;
-  // A field added here goes into fields() (config.cpp), which the fast
-  // path's record encodes it by, and the key that sets it into
-  // test_common.cpp's every_key(), whose round trip then checks both.
+  // A field added here goes with the key that sets it into
+  // test_common.cpp's every_key(), which checks that each key is read.
 
   bool operator==(const Config &) const = default;
 };
@@ -71,12 +70,5 @@ Config load_config(const std::string &path);
 
 // Every key a config file may set, as "table.key".
 std::vector<std::string> config_keys();
-
-// A config as bytes (common/byte_codec.hpp: native-endian, private to one
-// build), and back; nullopt when `encoded` is not exactly one. For the fast
-// path's record (shim/fast_path_record.hpp), which keeps what this build
-// made of the config's text so that a create need not parse it again.
-std::string encode_config(const Config &config);
-std::optional<Config> decode_config(std::string_view encoded);
 
 } // namespace gpuslice

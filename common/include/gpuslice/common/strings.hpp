@@ -1,6 +1,8 @@
 // Small string helpers shared by the parsers of comma lists, PATH and paths.
 #pragma once
 
+#include "gpuslice/common/default_path.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -28,7 +30,7 @@ Utf8Char decode_utf8(std::string_view text, std::size_t i);
 std::string encode_utf8(uint32_t cp);
 
 // The PATH of a process that has none of its own (hooks, runtime lookup).
-inline constexpr const char *kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+inline constexpr const char *kDefaultPath = GS_DEFAULT_PATH;
 
 // "KEY=VALUE" entries (a process env, CDI edits' env): the key of an entry,
 // whether an entry sets `key`, and the value the last entry for `key` sets.

@@ -30,10 +30,6 @@ struct CreateRequest {
   // not started (BundleEdit::monitor); the caller starts it once runc has
   // made the init.
   bool defer_monitor = false;
-  // config.json's bytes when the caller has read them already (the fast
-  // path's entry, microseconds before), with the path it read them from:
-  // used when that is the bundle's config.json path, string for string.
-  std::optional<std::pair<std::string, std::string>> spec_read{}; // {path, bytes}
 };
 
 struct BundleEdit {
@@ -43,7 +39,6 @@ struct BundleEdit {
   bool shared = false;               // GPU limits were wired in
   std::optional<PendingMonitor> monitor{}; // with defer_monitor: to start (monitor_start.hpp)
   state::ContainerDir state_dir{};         // when written: the container's, still open
-  std::optional<CreatePlanFacts> fast_create; // CreatePlan's
 };
 
 // Throws Error naming the device, spec or file; config.json is then untouched

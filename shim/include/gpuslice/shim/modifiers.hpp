@@ -5,8 +5,6 @@
 // rollback. A new concern (SELinux labels, admission) is one more modifier.
 #pragma once
 
-#include "gpuslice/shim/create_plan.hpp"
-
 #include <sys/types.h>
 
 #include "gpuslice/cdi/apply.hpp"
@@ -89,9 +87,6 @@ struct CreatePlan {
   std::vector<std::string> devices;
   std::vector<std::string> warnings;
   std::map<std::string, std::string> host_nodes; // the edits' device nodes: container path -> host path
-  // A create the entry could do next time (create_plan.hpp): devices asked
-  // for by annotation alone, no limits, no warnings, no SELinux label.
-  std::optional<CreatePlanFacts> fast_create;
 };
 // Resolves ctx.spec's CDI requests and runs the create path's modifiers over
 // it (ctx.spec and ctx.plan change, nothing else): gpuslice-runtime before

@@ -9,29 +9,10 @@
 namespace gpuslice::shim {
 
 // The first of config.runtimes that is executable: an absolute path as is, a
-// name searched in $PATH (a standard PATH when unset). Never gpuslice-runtime
+// name searched in $PATH (a standard PATH when unset), as the front looks
+// for it (fast_path/front.h's gs_find_runtime). Never gpuslice-runtime
 // itself, whatever it is installed as. Throws Error listing what was tried.
 std::string find_runtime(const Config &config);
-
-// A directory the search looked in, and its mtime as it was just before:
-// a runtime that appears there later (a crun installed, a runc put in an
-// earlier $PATH directory) changes it.
-struct SearchedDir {
-  std::string path;
-  bool exists = false;
-  long long mtime_sec = 0;
-  long mtime_nsec = 0;
-};
-
-// What find_runtime found, with what the fast path's record keeps of it:
-// the file's identity, and the directories searched before it, where a
-// runtime that would now come first could appear.
-struct FoundRuntime {
-  std::string path;
-  unsigned long long dev_major = 0, dev_minor = 0, ino = 0;
-  std::vector<SearchedDir> searched_before;
-};
-FoundRuntime locate_runtime(const Config &config);
 
 // execv's vector: the runtime, then args, then NULL (pointing into both).
 std::vector<char *> argv_of(const std::string &runtime, const std::vector<std::string> &args);

@@ -1,9 +1,12 @@
-/* The build id from a program's own notes (build_id.h). */
-#include "build_id.h"
+/* build_id.h. Pure: built freestanding into the front as well. */
+#include "gpuslice/common/build_id.h"
 
-size_t gpuslice_fp_build_id(const Elf64_Phdr *phdr, size_t phnum, unsigned long bias,
-                            char hex[2 * GPUSLICE_FP_MAX_BUILD_ID + 1]) {
+size_t gs_build_id(const Elf64_Phdr *phdr, size_t phnum, char hex[2 * GS_MAX_BUILD_ID + 1]) {
   hex[0] = 0;
+  unsigned long bias = 0; /* where a PIE was loaded: its headers' address against their own p_vaddr */
+  for (size_t i = 0; i < phnum; ++i)
+    if (phdr[i].p_type == PT_PHDR)
+      bias = (unsigned long)phdr - phdr[i].p_vaddr;
   for (size_t i = 0; i < phnum; ++i) {
     if (phdr[i].p_type != PT_NOTE)
       continue;
@@ -19,12 +22,11 @@ size_t gpuslice_fp_build_id(const Elf64_Phdr *phdr, size_t phnum, unsigned long 
       const unsigned char *desc = name + name_room;
       if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 && name[0] == 'G' && name[1] == 'N' &&
           name[2] == 'U' && name[3] == 0) {
-        if (note->n_descsz == 0 || note->n_descsz > GPUSLICE_FP_MAX_BUILD_ID)
+        if (note->n_descsz == 0 || note->n_descsz > GS_MAX_BUILD_ID)
           return 0;
         for (size_t k = 0; k < note->n_descsz; ++k) {
-          const unsigned hi = desc[k] >> 4, lo = desc[k] & 15;
-          hex[2 * k] = (char)(hi < 10 ? '0' + hi : 'a' + hi - 10);
-          hex[2 * k + 1] = (char)(lo < 10 ? '0' + lo : 'a' + lo - 10);
+          hex[2 * k] = "0123456789abcdef"[desc[k] >> 4];
+          hex[2 * k + 1] = "0123456789abcdef"[desc[k] & 15];
         }
         hex[2 * note->n_descsz] = 0;
         return 2 * (size_t)note->n_descsz;

@@ -1,0 +1,37 @@
+/* runc's command line as the front and the full program read it
+ * (command_line.c). */
+#ifndef GPUSLICE_RUNTIME_COMMAND_LINE_H
+#define GPUSLICE_RUNTIME_COMMAND_LINE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum gs_verb_kind {
+  GS_VERB_PLAIN,     /* only an exec of the runtime, whatever the container (kill, list, ...) */
+  GS_VERB_CONTAINER, /* more when the container has gpuslice state (delete, exec, start, state, ps, ...) */
+  GS_VERB_BUNDLE     /* create, run: more when config.json asks for a device */
+};
+
+/* A runtime command line as runc reads it: global flags, a verb, its flags
+ * and the container id. Pointers into argv; NULL where not given. */
+struct gs_call {
+  int verb; /* argv index of the verb; argc when there is none */
+  enum gs_verb_kind kind;
+  const char *id;
+  const char *bundle, *pid_file; /* create, run */
+  const char *process;           /* exec */
+  const char *log, *log_format;  /* global */
+  /* A flag it does not know, or not exactly one container id: what it
+   * read may be wrong, and the front leaves the call to the full program. */
+  int doubt;
+};
+void gs_read_call(int argc, char *const *argv, struct gs_call *call);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -11,7 +11,7 @@
 #include "gpuslice/common/fd.hpp"
 #include "gpuslice/sharing/activity.hpp"
 #include "gpuslice/sharing/limits.hpp"
-#include "gpuslice/sharing/monitor.hpp"
+#include "gpuslice/shim/loop.hpp"
 #include "gpuslice/sharing/region.hpp"
 
 extern "C" {
@@ -111,7 +111,7 @@ int run_exec(const ExecOptions &o) {
     dir = default_state_dir();
   else
     make_dir(dir, 0700);
-  sharing::MonitorSetup monitor;
+  shim::MonitorSetup monitor;
   if (policy == sharing::Policy::burst && o.compute >= 0) {
     limits.activity = o.activity.empty() ? parent_dir(dir) + "/activity" : o.activity;
     monitor.activity_table = sharing::open_activity_table(limits.activity);
@@ -122,13 +122,13 @@ int run_exec(const ExecOptions &o) {
   if (!dir_fd)
     throw system_error("cannot open " + gpuslice::quote(dir));
   monitor.region = sharing::create_region();
-  monitor.listener = sharing::listen_region_socket(dir_fd.get(), "region.sock", socket);
+  monitor.listener = shim::listen_region_socket(dir_fd.get(), "region.sock", socket);
   // This process becomes the program: the monitor serves its processes
   // (children included) while it runs.
-  monitor.watched = sharing::open_pidfd(static_cast<int>(::getpid()));
+  monitor.watched = shim::open_pidfd(static_cast<int>(::getpid()));
   monitor.name = "gpuslice-exec";
   monitor.cleanup = [socket] { ::unlink(socket.c_str()); };
-  sharing::spawn_monitor(std::move(monitor));
+  shim::spawn_monitor(std::move(monitor));
 
   std::string preload = interposer_path();
   if (const char *old = std::getenv("LD_PRELOAD"); old && *old)

@@ -53,7 +53,7 @@ cat > "$work/gpuslice.toml" <<CONF
 spec-dirs = ["$work/cdi"]
 [runtime]
 runtimes = ["runc"]
-hook-path = "$PWD/build/hook/gpuslice-hook"
+hook-path = "$PWD/build/bin/gpuslice-hook"
 state-dir = "$work/state"
 interposer-path = "$PWD/build/interposer/libgpuslice-cuda.so"
 [log]
@@ -63,7 +63,7 @@ CONF
 export GPUSLICE_CONFIG="$work/gpuslice.toml"
 
 echo "== CDI devices on this node (gpuslice cdi list)"
-build/cli/gpuslice cdi list
+build/bin/gpuslice cdi list
 
 # A small image (busybox, glibc and a CUDA program) whose spec asks for
 # nvidia.com/gpu=0 through an annotation.
@@ -100,6 +100,6 @@ json.dump(c, open(path, "w"), indent=2)
 PY
 
 echo "== container $id started through gpuslice-runtime with cdi.k8s.io annotation nvidia.com/gpu=0"
-build/shim/gpuslice-runtime --root "$root" run --bundle "$work/bundle" "$id"
+build/bin/gpuslice-runtime --root "$root" run --bundle "$work/bundle" "$id"
 left=$(ls -A "$work/state/containers" 2>/dev/null | wc -l)
 echo "== the container's state dir, made at create, is gone now that it has ended: $left left"

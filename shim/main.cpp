@@ -1,216 +1,201 @@
-// gpuslice-runtime: an OCI runtime command line in front of runc or crun.
-// `create` and `run` get the container's CDI devices applied to the bundle
-// (a create with devices execs runc; for a container with limits a second
-// process records the init once runc has exited, and starts its monitor:
-// shim/lifecycle.hpp); `delete` of a container that has gpuslice state (and
-// `run` of one) removes that state; `exec` gets the container's CDI env;
-// start, state, exec, ps, pause and resume start the container's monitor
-// again when it died; every other verb (and a container that asks for no
-// device) is an exec of the low-level runtime with the arguments untouched.
-// Most of those execs happen before main, in the front
-// (fast_path/front.h), where the record this program saves shows that it
-// would do nothing else.
-#include "gpuslice/common/config.hpp"
+// gpuslice-shim: the monitor of one container (loop.hpp's
+// run_monitor), a program of its own so that it is small, dynamically
+// linked against glibc (it will load NVML), and named in `ps`. Exec'd at
+// create by the init recorder that was the monitor until its first interval
+// (--watched is the init, --init its pid, --connected), started by
+// gpuslice-hook, or before `runc run` (--watched is gpuslice-runtime until
+// it exits, then the init --pid-file names); never by hand
+// (shim::exec_monitor, exec_in_place): its descriptors arrive at fixed
+// numbers, already detached (own session, stdio on /dev/null, nothing else
+// open, PATH alone in its environment). Started again by any later
+// gpuslice-runtime call that finds it gone (create/monitor_start.hpp).
+//
+//   gpuslice-shim --listener FD --region FD --watched FD [--activity FD]
+//                 [--pid-file PATH | --init PID] [--state-dir DIR --id ID --creator "PID START"]
+//                 [--limits PATH --interval-ms N --action log|kill|freeze
+//                  --tolerance BYTES --nvml LIBRARY [--log-file PATH] [--pod NS/NAME]]
+//                 [--connected PID,...]
+// (BYTES a plain number: no size parsing here, which would pull locale and
+// libm code into every monitor.) --connected: the pids that took the region
+// before this process served it (not bypasses), from the monitor that ran
+// in place until its first interval (gpuslice-runtime's init recorder,
+// create/monitor_start.hpp, which execs this in the same process) or, at a
+// restart, the processes that map the region; the first check comes at
+// once.
+//
+//   gpuslice-shim --query-gpus [--nvml LIBRARY]
+// prints "UUID MEMORY-BYTES" per GPU, from NVML, for gpuslice-runtime's
+// admission: gpuslice-runtime is static, and a static glibc program cannot
+// load NVML reliably. Exit 1 and the reason when NVML cannot say.
+//
+// Whoever starts it records it in <state-dir>/containers/<id>/monitor
+// (create/monitor_start.cpp). When the container ends it removes <state-dir>/containers/<id>, if the
+// directory is still the one its creator made. With --limits it checks the
+// container's GPU memory against the driver's own accounting every
+// interval (enforcer.hpp).
+#include "gpuslice/shim/enforcer.hpp"
+
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
-#include "gpuslice/common/log.hpp"
-#include "gpuslice/shim/bundle.hpp"
-#include "gpuslice/shim/command_line.hpp"
-#include "gpuslice/shim/exec_env.hpp"
-#include "gpuslice/shim/front_record.hpp"
-#include "gpuslice/shim/lifecycle.hpp"
-#include "gpuslice/shim/monitor_start.hpp"
-#include "gpuslice/shim/requests.hpp"
-#include "gpuslice/shim/runtime.hpp"
+#include "gpuslice/common/strings.hpp"
+#include "gpuslice/shim/loop.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
-#include "fast_path/front.h"
-
-#include <spdlog/spdlog.h>
-
-#include <cstdio>
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
-
-using namespace gpuslice;
+#include <map>
+#include <string>
+#include <string_view>
 
 namespace {
 
-// Logging is set up only when there is something to log: a container that
-// asks for no GPU must not pay for opening log files.
-void start_logging(const Config &config) {
-  static bool started = false;
-  if (!started)
-    log::setup("gpuslice-runtime", config.log);
-  started = true;
+using namespace gpuslice;
+
+int number(const std::string &text, const std::string &flag) {
+  int n = -1;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || p != text.data() + text.size() || n < 0)
+    throw Error(flag + " " + quote(text) + " is not a number");
+  return n;
 }
 
-int fail(const shim::CommandLine &cl, const Config &config, const std::string &message) {
-  std::fprintf(stderr, "gpuslice-runtime: %s\n", message.c_str());
-  shim::write_runtime_log(cl.log_path, cl.log_format, "gpuslice: " + message);
-  start_logging(config);
-  spdlog::error("{}", message);
-  log::flush();
-  return 1;
+int query_gpus(int argc, char **argv) {
+  std::string library = "libnvidia-ml.so.1";
+  if (argc == 4 && std::string_view(argv[2]) == "--nvml")
+    library = argv[3];
+  else if (argc != 2)
+    throw Error("usage: gpuslice-shim --query-gpus [--nvml LIBRARY]");
+  std::string why;
+  auto nvml = shim::Nvml::load(library, why);
+  if (!nvml)
+    throw Error(why);
+  const auto gpus = nvml->devices();
+  if (gpus.empty())
+    throw Error("NVML (" + library + ") lists no GPU");
+  for (const auto &gpu : gpus)
+    std::printf("%s %llu\n", gpu.uuid.c_str(), static_cast<unsigned long long>(gpu.total));
+  return 0;
 }
 
-// shim::tidy_bundle of `bundle` once: now(), or on the way out. No bundle:
-// nothing to tidy.
-class BundleTidying {
-public:
-  explicit BundleTidying(std::optional<std::string> bundle) : bundle_(std::move(bundle)) {}
-  BundleTidying(const BundleTidying &) = delete;
-  BundleTidying &operator=(const BundleTidying &) = delete;
-  ~BundleTidying() {
-    try {
-      now();
-    } catch (const std::exception &) {
-      // Out of memory: the next create tidies.
+int run(int argc, char **argv) {
+  if (argc >= 2 && std::string_view(argv[1]) == "--query-gpus")
+    return query_gpus(argc, argv);
+  static const char *const flags[] = {"--listener", "--region",      "--watched", "--activity",  "--pid-file",
+                                      "--state-dir", "--id",         "--creator", "--limits",    "--interval-ms",
+                                      "--action",    "--tolerance",  "--nvml",    "--log-file",  "--pod",
+                                      "--init",      "--connected"};
+  const Error usage("usage: gpuslice-shim --listener FD --region FD --watched FD [--activity FD] [--pid-file PATH] "
+                    "[--state-dir DIR --id ID --creator \"PID START\"] (started by gpuslice-runtime, not by hand)");
+  std::map<std::string, std::string> opt;
+  for (int i = 1; i < argc; i += 2) {
+    const std::string_view flag = argv[i];
+    if (std::find(std::begin(flags), std::end(flags), flag) == std::end(flags) || i + 1 >= argc)
+      throw usage;
+    opt[std::string(flag)] = argv[i + 1];
+  }
+  for (const char *required : {"--listener", "--region", "--watched"})
+    if (!opt.count(required))
+      throw usage;
+  shim::MonitorSetup setup;
+  setup.listener.reset(number(opt["--listener"], "--listener"));
+  setup.region.reset(number(opt["--region"], "--region"));
+  setup.watched.reset(number(opt["--watched"], "--watched"));
+  if (opt.count("--activity"))
+    setup.activity_table.reset(number(opt["--activity"], "--activity"));
+  setup.pid_file = opt["--pid-file"];
+  if (opt.count("--init")) // --watched is the container's init already
+    setup.init_pid = number(opt["--init"], "--init");
+  if (opt.count("--state-dir") || opt.count("--id") || opt.count("--creator")) {
+    if (!opt.count("--state-dir") || !opt.count("--id") || !opt.count("--creator"))
+      throw Error("--state-dir, --id and --creator go together");
+    const auto creator = state::parse_process_id(opt["--creator"]);
+    if (!creator)
+      throw Error("--creator " + quote(opt["--creator"]) + " is not \"PID STARTTIME\"");
+    setup.cleanup = [state_dir = opt["--state-dir"], id = opt["--id"], creator = *creator] {
+      try {
+        state::remove_container_dir(state_dir, id, creator);
+      } catch (const Error &) {
+        // the next create, or the poststop hook in hook mode, removes it
+      }
+    };
+  }
+  std::unique_ptr<shim::Enforcer> enforcer;
+  FILE *log = nullptr;
+  if (opt.count("--limits")) {
+    shim::EnforcerSetup e;
+    e.limits = with_context("--limits", [&] { return sharing::parse_limits(fs::read_file(opt["--limits"], 65536)); });
+    e.action = shim::parse_action(opt.count("--action") ? opt["--action"] : "log");
+    if (opt.count("--tolerance")) { // bytes: gpuslice-runtime parsed the size
+      const std::string &t = opt["--tolerance"];
+      auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), e.tolerance);
+      if (ec != std::errc() || p != t.data() + t.size())
+        throw Error("--tolerance " + quote(t) + " is not a number of bytes");
     }
+    e.container_id = opt["--id"];
+    setup.interval_ms = opt.count("--interval-ms") ? number(opt["--interval-ms"], "--interval-ms") : 1000;
+    e.pod = opt["--pod"];
+    if (opt.count("--state-dir") && opt.count("--id"))
+      e.status_file = opt["--state-dir"] + "/containers/" + opt["--id"] + "/status";
+    if (opt.count("--log-file")) {
+      // Its directory as gpuslice-runtime's logging makes it (which may
+      // not have run yet: it starts only after the create's side effects).
+      ::mkdir(fs::dirname(opt["--log-file"]).c_str(), 0755);
+      log = std::fopen(opt["--log-file"].c_str(), "ae");
+    }
+    e.log = log;
+    auto load_nvml = [library = opt.count("--nvml") ? opt["--nvml"] : "libnvidia-ml.so.1", id = e.container_id,
+                      log]() {
+      std::string why;
+      auto nvml = shim::Nvml::load(library, why);
+      if (!nvml && log)
+        std::fprintf(log, "gpuslice-shim container %s: %s: GPU memory is enforced by the interposer alone\n",
+                     id.c_str(), why.c_str());
+      return nvml;
+    };
+    enforcer = std::make_unique<shim::Enforcer>(std::move(e), std::move(load_nvml));
+    if (opt.count("--connected")) {
+      setup.first_interval_at_once = true;
+      for (const auto &pid : split(opt["--connected"], ',', EmptyParts::skip))
+        enforcer->connected(number(pid, "--connected"));
+    }
+    setup.on_connect = [&](int pid) { enforcer->connected(pid); };
+    setup.on_init = [&](int pid) { enforcer->init_started(pid); };
+    setup.on_interval = [&, region = setup.region.get()] { enforcer->check(region); };
   }
-  void now() {
-    if (bundle_)
-      shim::tidy_bundle(*bundle_);
-    bundle_.reset();
-  }
-
-private:
-  std::optional<std::string> bundle_;
-};
+  // Started at kMonitorStartNice, so that loading did not slow the
+  // container's start; the loop (answering the container, enforcing) runs
+  // at the default priority.
+  if (::setpriority(PRIO_PROCESS, 0, 0) != 0 && log)
+    std::fprintf(log, "gpuslice-shim container %s: cannot return to nice 0: %s\n", opt["--id"].c_str(),
+                 std::strerror(errno));
+  shim::run_monitor(setup);
+  if (log)
+    std::fclose(log);
+  return 0;
+}
 
 } // namespace
 
-int run(shim::CommandLine &cl) {
-  const std::string config_file = config_path();
-  Config config;
-  std::optional<std::string> config_text;
-  try {
-    config_text = read_config_text(config_file);
-    if (config_text)
-      config = parse_config(*config_text, config_file);
-    // What the front may rely on at the next calls.
-    shim::save_front_record(config_file, config_text, config, GS_FRONT_RECORD_DIR);
-  } catch (const Error &e) {
-    // delete, kill and state must keep working with a broken config, or
-    // containers could never be cleaned up; only create refuses.
-    if (cl.edits_bundle())
-      return fail(cl, config, e.message());
-  }
-
-  std::string runtime;
-  try {
-    runtime = shim::find_runtime(config);
-  } catch (const Error &e) {
-    return fail(cl, config, e.message());
-  }
-
-  if (cl.deletes() && !cl.container_id.empty() && state::container_dir_exists(config.state_dir, cl.container_id)) {
-    try {
-      return shim::delete_with_state(runtime, cl, config);
-    } catch (const Error &e) {
-      return fail(cl, config, "cannot delete container " + quote(cl.container_id) + ": " + e.message());
-    }
-  }
-
-  if (cl.checks_monitor() && !cl.container_id.empty()) {
-    // A container with limits must not run on without its monitor: one
-    // that died is started again, and said. A failure fails `start` (the
-    // container's processes would run unmonitored); for any other verb it
-    // is logged, and the verb goes on (a probe or `state` must not fail
-    // for it).
-    const bool starting = cl.verb == "start";
-    try {
-      if (auto restarted = shim::restart_monitor_if_gone(
-              config, cl.container_id, starting ? shim::Unmonitored::refuse : shim::Unmonitored::tolerate)) {
-        start_logging(config);
-        spdlog::warn("{}", *restarted);
-        log::flush(); // before the exec
-      }
-    } catch (const Error &e) {
-      if (starting)
-        return fail(cl, config, "cannot start container " + quote(cl.container_id) + ": " + e.message());
-      start_logging(config);
-      spdlog::error("{}", e.message());
-      log::flush();
-    }
-  }
-
-  if (!cl.process_file.empty() && !cl.container_id.empty()) {
-    try {
-      shim::add_cdi_env(cl.process_file, config.state_dir, cl.container_id);
-    } catch (const Error &e) {
-      return fail(cl, config, "cannot exec in container " + quote(cl.container_id) + ": " + e.message());
-    }
-  }
-
-  // A create killed half-way (kill -9) left its temporary config.json.
-  // Every create or run tidies once: before runc runs, or as it fails; a
-  // create whose init recorder takes the exec leaves it to the recorder,
-  // off the container's critical path.
-  BundleTidying tidying(cl.edits_bundle() ? std::optional<std::string>(cl.bundle) : std::nullopt);
-  shim::BundleEdit edit;
-  if (cl.edits_bundle()) {
-    try {
-      shim::CreateRequest request{cl.bundle, cl.container_id, cl.pid_file};
-      request.defer_monitor = cl.verb == "create";
-      edit = shim::prepare_bundle(request, config, config_file,
-                                  cl.verb == "run" ? shim::HookMode::add : shim::HookMode::none);
-      if (request.pid_file != cl.pid_file)
-        cl.add_pid_file(request.pid_file);
-      if (edit.written && (!edit.warnings.empty() || log::keeps(config.log, "info"))) {
-        std::string line = "container " + cl.container_id + ": injected ";
-        for (std::size_t i = 0; i < edit.devices.size(); ++i)
-          line += (i ? "," : "") + edit.devices[i];
-        if (edit.shared)
-          line += " with GPU limits";
-        // The usual create logs this one line: spdlog is set up only for more.
-        if (!edit.warnings.empty() || !log::write_info_line("gpuslice-runtime", config.log, line)) {
-          start_logging(config);
-          for (const auto &w : edit.warnings)
-            spdlog::warn("{}", w);
-          spdlog::info("{}", line);
-          log::flush();
-        }
-      }
-    } catch (const Error &e) {
-      return fail(cl, config, "cannot create container " + quote(cl.container_id) + ": " + e.message());
-    }
-  }
-
-  try {
-    if (cl.verb == "create" && edit.written && !edit.shared) { // no limits: nothing to wait for
-      tidying.now();
-      shim::exec_create(runtime, cl, config, std::move(edit.state_dir));
-    }
-    if (cl.verb == "create" && edit.written) { // limits: commit made the monitor ready
-      if (!edit.monitor)
-        throw Error("internal error: no monitor made ready for container " + quote(cl.container_id));
-      shim::exec_recording_init(runtime, cl, config, std::move(edit.state_dir), cl.pid_file, *edit.monitor);
-      tidying.now(); // no recorder (a kernel before 5.3): runc as a child
-      return shim::create_recording_init(runtime, cl, config, cl.pid_file, std::move(*edit.monitor));
-    }
-    tidying.now();
-    edit.state_dir = {}; // not held open while runc runs (`run`: the container's life)
-    if (cl.verb == "run" && edit.written)
-      return shim::run_with_state(runtime, cl, config);
-    shim::exec_runtime(runtime, cl.args);
-  } catch (const Error &e) {
-    return fail(cl, config, e.message());
-  }
-}
+// A static libstdc++'s default terminate handler prints the demangled type
+// of an uncaught exception, which links the demangler: 50 KiB of text that
+// every monitor would map. Every Error is caught in main; anything else is
+// a bug, and aborts as it would anyway.
+namespace __gnu_cxx {
+void __verbose_terminate_handler() { std::abort(); }
+} // namespace __gnu_cxx
 
 int main(int argc, char **argv) {
-  shim::CommandLine cl = shim::parse_command_line(argc, argv);
-  int status;
   try {
-    status = run(cl);
-  } catch (const std::exception &e) {
-    // A bug, not a refusal: still one line where containerd shows it.
-    status = fail(cl, Config{}, std::string("internal error: ") + e.what());
+    return run(argc, argv);
+  } catch (const gpuslice::Error &e) {
+    std::fprintf(stderr, "gpuslice-shim: %s\n", e.what());
+    return argc >= 2 && std::string_view(argv[1]) == "--query-gpus" ? 1 : 2;
   }
-  // Out without the destructors of static objects (as mold does): every
-  // call is on a container's critical path, and the kernel frees the rest.
-  log::flush();
-  std::fflush(nullptr);
-  ::_exit(status);
 }

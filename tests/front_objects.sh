@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # front_objects.sh RUNTIME OBJECT...: the objects of gpuslice-runtime's front
-# (shim/fast_path/front.h) reference no symbol but their own and glibc's
+# (runtime/front/front.h) reference no symbol but their own and glibc's
 # _start (anything else, such as a memcpy the compiler emitted, would be
 # called before glibc has started), hold no table of pointers (nothing has
 # relocated it when they run), and RUNTIME's ELF entry point is theirs.

@@ -19,7 +19,7 @@
 // Prints ns/op, the difference, the ratio, its noise (+-), the verdict
 // (met, MISSED, or "not resolved") and the command line.
 #include "gpuslice/sharing/limits.hpp"
-#include "gpuslice/sharing/monitor.hpp"
+#include "gpuslice/shim/loop.hpp"
 #include "gpuslice/sharing/region.hpp"
 
 extern "C" {
@@ -167,12 +167,12 @@ int main(int argc, char **argv) {
   {
     // The region comes from a monitor, as in a container.
     gpuslice::UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    gpuslice::sharing::MonitorSetup monitor;
+    gpuslice::shim::MonitorSetup monitor;
     monitor.region = gpuslice::sharing::create_region();
-    monitor.listener = gpuslice::sharing::listen_region_socket(dir_fd.get(), "region.sock", dir / "region.sock");
-    monitor.watched = gpuslice::sharing::open_pidfd(static_cast<int>(::getpid()));
+    monitor.listener = gpuslice::shim::listen_region_socket(dir_fd.get(), "region.sock", dir / "region.sock");
+    monitor.watched = gpuslice::shim::open_pidfd(static_cast<int>(::getpid()));
     monitor.cleanup = [dir] { std::error_code ec; std::filesystem::remove_all(dir, ec); };
-    gpuslice::sharing::spawn_monitor(std::move(monitor));
+    gpuslice::shim::spawn_monitor(std::move(monitor));
   }
   ::setenv(GS_ENV_LIMITS, (dir / "limits").c_str(), 1);
   ::setenv(GS_ENV_REGION, (dir / "region.sock").c_str(), 1);

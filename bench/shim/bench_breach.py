@@ -21,7 +21,7 @@ itself after 0 s), from its line to its exit: what the measurement itself
 costs.
 
 Run as root:
-  bench/shim/bench_breach.py --wrapper build/shim/gpuslice-runtime
+  bench/shim/bench_breach.py --wrapper build/bin/gpuslice-runtime
 """
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def main() -> int:
     wrapper = benchlib.wrapper_as_root(a)
     build = Path(wrapper).resolve().parent.parent
     interposer = str(build / "interposer" / "libgpuslice-cuda.so")
-    hook = str(build / "hook" / "gpuslice-hook")
+    hook = str(build / "bin" / "gpuslice-hook")
     nvml = str(build / "tests" / "fakes" / "lib" / "libnvidia-ml.so.1")
     bypass = build / "tests" / "fakes" / "bypass_static"
     runc = shutil.which("runc")

@@ -14,7 +14,7 @@ process connects or the container ends) and `burst` (a compute share with
 the burst policy: the monitor publishes the container's activity every
 20 ms).
 
-Run as root:  bench/shim/bench_shims.py --wrapper build/shim/gpuslice-runtime
+Run as root:  bench/shim/bench_shims.py --wrapper build/bin/gpuslice-runtime
 Target: RSS <= 2 MiB per monitor before NVML is loaded (--check: exit 1
 when missed); CPU 0 between events in `fixed`.
 """
@@ -90,7 +90,7 @@ def main() -> int:
     wrapper = benchlib.wrapper_as_root(a)
     build = Path(wrapper).resolve().parent.parent
     interposer = a.interposer or str(build / "interposer" / "libgpuslice-cuda.so")
-    hook = str(build / "hook" / "gpuslice-hook")
+    hook = str(build / "bin" / "gpuslice-hook")
     runc = shutil.which("runc")
     ocitest.become_subreaper()
 

@@ -69,7 +69,7 @@ wrapper beforehand, whose state dirs a create may look at; --node-spec puts
 a driver's spec of another kind (8 GPUs, YAML as nvidia-ctk writes it,
 ~10 KiB) in the spec dir, which a create need not parse.
 
-Run as root:  bench/start/bench_start.py --wrapper build/shim/gpuslice-runtime --expedite-rcu
+Run as root:  bench/start/bench_start.py --wrapper build/bin/gpuslice-runtime --expedite-rcu
 Targets: median ratio <= 1.03 (none), <= 1.05 (devices), <= 1.10 (limits);
 --check makes a missed target exit 1.
 """
@@ -346,7 +346,7 @@ def main() -> int:
     if a.go_maxprocs > 0:
         os.environ["GOMAXPROCS"] = str(a.go_maxprocs)  # before the runtimes copy the environment
     build = Path(wrapper).resolve().parent.parent
-    cli = a.cli or str(build / "cli" / "gpuslice")
+    cli = a.cli or str(build / "bin" / "gpuslice")
     stamper = str(build / "bench" / "start" / "exec_floor")
     bare = build / "bench" / "start" / "exec_floor_bare"
     floor = a.floor or str(bare if os.access(bare, os.X_OK) else stamper)
@@ -381,7 +381,7 @@ def main() -> int:
         (gpu.spec_dir / "limited.json").write_text(json.dumps(limited_spec(gpu)))
         if a.node_spec:
             (gpu.spec_dir / "driver.example.com-gpu.yaml").write_text(driver_spec_yaml())
-        hook = os.environ.get("GPUSLICE_HOOK") or str(build / "hook" / "gpuslice-hook")
+        hook = os.environ.get("GPUSLICE_HOOK") or str(build / "bin" / "gpuslice-hook")
         interposer = str(build / "interposer" / "libgpuslice-cuda.so")
         nvml = str(build / "tests" / "fakes" / "lib" / "libnvidia-ml.so.1")
         if not os.path.isfile(nvml):

@@ -4,7 +4,7 @@
 #include "gpuslice/common/fd.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/strings.hpp"
-#include "monitor/cgroup.hpp"
+#include "gpuslice/shim/cgroup.hpp"
 
 #include <fcntl.h>
 #include <sys/syscall.h>
@@ -253,13 +253,13 @@ void allow_devices(int pid, const std::vector<DeviceRule> &rules) {
     return;
   const std::string proc = "/proc/" + std::to_string(pid) + "/cgroup";
   const std::string text = fs::read_file(proc, 1 << 20);
-  if (const auto v1 = monitor::cgroup_path_in(text, false, "devices")) {
+  if (const auto v1 = shim::cgroup_path_in(text, false, "devices")) {
     const auto mount = mount_point(false);
     if (!mount)
       throw Error("the devices cgroup of pid " + std::to_string(pid) + " is not mounted here");
     allow_devices_v1(joined(*mount, *v1), rules);
   }
-  if (const auto v2 = monitor::cgroup_path_in(text, true, nullptr))
+  if (const auto v2 = shim::cgroup_path_in(text, true, nullptr))
     if (auto mount = mount_point(true))
       allow_devices_v2(joined(*mount, *v2), rules);
 }

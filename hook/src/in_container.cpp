@@ -4,7 +4,7 @@
 #include "gpuslice/common/fd.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/rootfs.hpp"
-#include "gpuslice/sharing/monitor.hpp"
+#include "gpuslice/shim/loop.hpp"
 
 #include <fcntl.h>
 #include <linux/mount.h>
@@ -212,7 +212,7 @@ void inject_in_container(int init_pid, const std::string &rootfs, const Injectio
     return;
   // The init's namespace by a pidfd: no /proc path that could name another
   // process by the time it is opened.
-  const UniqueFd pidfd = with_context("the container's init", [&] { return sharing::open_pidfd(init_pid); });
+  const UniqueFd pidfd = with_context("the container's init", [&] { return shim::open_pidfd(init_pid); });
   const bool bind_nodes =
       !same_namespace("/proc/" + std::to_string(init_pid) + "/ns/user", "/proc/self/ns/user");
   int pipe_fds[2];

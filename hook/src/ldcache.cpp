@@ -4,7 +4,7 @@
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/strings.hpp"
 #include "gpuslice/hook/sandbox.hpp"
-#include "gpuslice/shim/bundle_spec.hpp"
+#include "gpuslice/create/bundle_spec.hpp"
 
 #include <linux/capability.h>
 #include <unistd.h>
@@ -59,7 +59,7 @@ void update_ldcache(const ContainerState &state, const std::vector<std::string> 
     throw Error("the container state names no bundle");
   // The program first, while nothing of the container has been looked at.
   const UniqueFd ldconfig = host_ldconfig(candidates);
-  const shim::BundleSpec spec = shim::BundleSpec::load(state.bundle + "/config.json");
+  const create::BundleSpec spec = create::BundleSpec::load(state.bundle + "/config.json");
   const std::string root = spec.root_path();
   SandboxedRun how;
   how.root = fs::clean_path(fs::is_absolute(root) ? root : state.bundle + "/" + root);

@@ -7,8 +7,8 @@
 #include "gpuslice/hook/in_container.hpp"
 #include "gpuslice/hook/injection.hpp"
 #include "gpuslice/hook/spec_hooks.hpp"
-#include "gpuslice/shim/bundle_spec.hpp"
-#include "gpuslice/shim/modifiers.hpp"
+#include "gpuslice/create/bundle_spec.hpp"
+#include "gpuslice/create/modifiers.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
 namespace gpuslice::hook {
@@ -25,19 +25,19 @@ Prepared prepare_container(const ContainerState &state, const std::string &state
                 "it requests");
   if (state.pid <= 0)
     throw Error("container " + quote(state.id) + ": the container state names no init pid");
-  shim::BundleSpec spec = shim::BundleSpec::load(state.bundle + "/config.json");
+  create::BundleSpec spec = create::BundleSpec::load(state.bundle + "/config.json");
   const cdi::OciSpec before = spec.json();
-  shim::CreateContext ctx{spec, config, config_file, state.id,
+  create::CreateContext ctx{spec, config, config_file, state.id,
                           fs::clean_path(config.state_dir) + "/containers/" + state.id, std::string(), {}, {},
                           state.pid};
-  shim::CreatePlan plan = shim::plan_create(ctx, state.bundle, shim::HookMode::none);
+  create::CreatePlan plan = create::plan_create(ctx, state.bundle, create::HookMode::none);
   out.warnings = std::move(plan.warnings);
   if (plan.devices.empty())
     return out; // asks for nothing: no state dir, nothing to undo
   const std::string root = spec.root_path();
   const std::string rootfs = fs::clean_path(fs::is_absolute(root) ? root : state.bundle + "/" + root);
   const Injection injection = plan_injection(before, spec.json(), rootfs, plan.host_nodes);
-  shim::commit_host(ctx, /*pid_file=*/"", [&](const state::ContainerDir &dir) {
+  create::commit_host(ctx, /*pid_file=*/"", [&](const state::ContainerDir &dir) {
     const auto init = state::process_id(state.pid);
     if (!init)
       throw Error("container " + quote(state.id) + ": its init (pid " + std::to_string(state.pid) + ") is gone");

@@ -2,7 +2,7 @@
 
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/strings.hpp"
-#include "gpuslice/sharing/monitor.hpp"
+#include "gpuslice/shim/loop.hpp"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -191,7 +191,7 @@ UniqueFd open_static_executable(const std::string &path) {
 SandboxResult run_sandboxed(const SandboxedRun &how, int program, const std::vector<std::string> &argv) {
   UniqueFd mount_ns;
   if (how.mount_ns_of > 0) {
-    mount_ns = with_context("the container's init", [&] { return sharing::open_pidfd(how.mount_ns_of); });
+    mount_ns = with_context("the container's init", [&] { return shim::open_pidfd(how.mount_ns_of); });
   }
   int err[2];
   if (::pipe2(err, O_CLOEXEC) != 0)

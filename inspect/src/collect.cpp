@@ -10,9 +10,9 @@
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/json_text.hpp"
 #include "gpuslice/sharing/limits.hpp"
-#include "gpuslice/shim/admission.hpp"
+#include "gpuslice/create/admission.hpp"
 #include "gpuslice/state/container_dir.hpp"
-#include "monitor/nvml.hpp"
+#include "gpuslice/shim/nvml.hpp"
 
 #include <fcntl.h>
 
@@ -91,7 +91,7 @@ void read_status(const std::string &text, ContainerRow &c) {
 NodeReport collect(const Config &config) {
   NodeReport report;
   std::string why;
-  if (auto nvml = monitor::Nvml::load(config.monitor_nvml_path, why)) {
+  if (auto nvml = shim::Nvml::load(config.monitor_nvml_path, why)) {
     try {
       for (const auto &info : nvml->devices())
         report.gpus.push_back({info.index, info.uuid, info.model, info.total, info.used, 0, 0});
@@ -103,7 +103,7 @@ NodeReport collect(const Config &config) {
     report.nvml_error = why.empty() ? "NVML lists no GPU" : why;
   // Devices that name no GPU are on the node's only one, when it has one
   // (as admission counts them).
-  const std::string unnamed = report.gpus.size() == 1 ? report.gpus[0].uuid : std::string(shim::kUnnamedGpu);
+  const std::string unnamed = report.gpus.size() == 1 ? report.gpus[0].uuid : std::string(create::kUnnamedGpu);
   auto gpu_of = [&](const std::string &key) { return key.rfind("GPU-", 0) == 0 ? key : unnamed; };
 
   auto dirs = state::open_container_dirs(config.state_dir);
@@ -125,7 +125,7 @@ NodeReport collect(const Config &config) {
           g.compute_policy = sharing::policy_name(*d.policy);
       }
     } catch (const Error &) {
-      gpu_in(c, shim::kUnnamedGpu); // counted, as admission counts it
+      gpu_in(c, create::kUnnamedGpu); // counted, as admission counts it
     }
     if (auto status = read_in(dir.fd.get(), "status"))
       read_status(*status, c);

@@ -4,7 +4,7 @@
 // object), and what it writes back must be the document parse_json builds.
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/json_text.hpp"
-#include "gpuslice/shim/bundle_spec.hpp"
+#include "gpuslice/create/bundle_spec.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, std::size_t size) {
   }
   std::optional<std::string> written;
   try {
-    written = gpuslice::shim::BundleSpec::parse(text, "config.json").text();
+    written = gpuslice::create::BundleSpec::parse(text, "config.json").text();
   } catch (const gpuslice::Error &) {
   }
   if (written.has_value() != (built.has_value() && built->is_object()))

@@ -6,11 +6,11 @@
 #include "gpuslice/cdi/apply.hpp"
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/json_text.hpp"
-#include "gpuslice/shim/front_record.hpp"
-#include "gpuslice/shim/requests.hpp"
+#include "gpuslice/runtime/front_record.hpp"
+#include "gpuslice/create/requests.hpp"
 
-#include "../../shim/fast_path/command_line.h"
-#include "../../shim/fast_path/front.h"
+#include "../../runtime/front/command_line.h"
+#include "../../runtime/front/front.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, std::size_t size) {
   gs_front_record parsed{};
   (void)gs_front_parse_record(copy.data(), copy.size(), &parsed);
 
-  static const std::string record = *shim::front_record("0123", "/etc/gpuslice/config.toml", std::nullopt, Config{});
+  static const std::string record = *runtime::front_record("0123", "/etc/gpuslice/config.toml", std::nullopt, Config{});
   static std::string record_buf = record;
   static gs_front_record r{};
   static const int ok = gs_front_parse_record(record_buf.data(), record_buf.size(), &r);
@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, std::size_t size) {
   if (!gs_front_spec_may_request(spec.data(), spec.size(), &r)) {
     try {
       auto oci = parse_json<cdi::OciSpec>(bytes);
-      if (oci.is_object() && !shim::collect_requests(oci, Config{}).empty())
+      if (oci.is_object() && !create::collect_requests(oci, Config{}).empty())
         std::abort(); // the front would have run a create with a request as a plain one
     } catch (const std::exception &) {
       // not a spec the full program takes either

@@ -7,9 +7,9 @@
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/json_text.hpp"
-#include "gpuslice/shim/bundle.hpp"
-#include "gpuslice/shim/requests.hpp"
-#include "gpuslice/shim/sharing.hpp"
+#include "gpuslice/create/bundle.hpp"
+#include "gpuslice/create/requests.hpp"
+#include "gpuslice/create/container_limits.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -24,18 +24,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, std::size_t size) {
     Config config;
     config.accept_env_requests = true;
     config.accept_gpushare_env = true;
-    const auto requests = shim::collect_requests(oci, config);
-    std::vector<shim::ClaimedEnv> claimed;
+    const auto requests = create::collect_requests(oci, config);
+    std::vector<create::ClaimedEnv> claimed;
     for (const auto &d : requests.devices) // a request's name stands in for a device's env
       claimed.push_back({d, {"GPUSLICE_MEMORY_LIMIT=" + d.substr(d.find('=') + 1), "GPUSLICE_GPU_UUID=GPU-" + d}});
     try {
-      (void)shim::container_limits(claimed, oci, config);
+      (void)create::container_limits(claimed, oci, config);
     } catch (const Error &) {
     }
-    shim::add_gpuslice_hooks(oci, config, "/etc/gpuslice/other.toml");
-    shim::SharingFiles files;
+    create::add_gpuslice_hooks(oci, config, "/etc/gpuslice/other.toml");
+    create::SharingFiles files;
     files.burst = size % 2 == 0;
-    shim::add_sharing_mounts(oci, files, "/run/gpuslice/containers/c", "/rootfs", config);
+    create::add_sharing_mounts(oci, files, "/run/gpuslice/containers/c", "/rootfs", config);
     (void)oci.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   } catch (const Error &) {
   }

@@ -1,7 +1,7 @@
 // gpuslice-shim's enforcement on whatever NVML the machine has, without a
 // container: the machine with a GPU (tests/gpu/run.sh) has neither runc nor
 // containerd. Watches the processes of PID's cgroup exactly as a
-// container's monitor does (monitor::Enforcer, monitor.action = kill, a
+// container's monitor does (shim::Enforcer, monitor.action = kill, a
 // 100 ms interval, `LIMIT` bytes on every GPU), prints what NVML reports
 // for them, and exits once PID is gone:
 //   nvml_breach NVML_LIBRARY PID LIMIT_BYTES [TIMEOUT_S]
@@ -10,7 +10,7 @@
 // caller makes one), and it never takes a usage region: a bypass, which the
 // log line also says. With the fake NVML and the fake driver's accounting,
 // tests/gpu/nvml_breach_fake.sh runs it in CI.
-#include "monitor/enforcer.hpp"
+#include "gpuslice/shim/enforcer.hpp"
 
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/sharing/region.hpp"
@@ -35,7 +35,7 @@ int main(int argc, char **argv) {
   const uint64_t limit = std::strtoull(argv[3], nullptr, 10);
   const int timeout_s = argc == 5 ? std::atoi(argv[4]) : 30;
   std::string why;
-  auto nvml = monitor::Nvml::load(argv[1], why);
+  auto nvml = shim::Nvml::load(argv[1], why);
   if (!nvml) {
     std::fprintf(stderr, "nvml_breach: %s\n", why.c_str());
     return 1;
@@ -48,12 +48,12 @@ int main(int argc, char **argv) {
     std::printf("nvml_breach: %s\n", e.what());
     return 1;
   }
-  monitor::EnforcerSetup setup;
+  shim::EnforcerSetup setup;
   setup.limits.devices.push_back({"*", limit, std::nullopt, std::nullopt});
-  setup.action = monitor::Action::kill;
+  setup.action = shim::Action::kill;
   setup.container_id = "gpu-check";
   setup.log = stdout;
-  monitor::Enforcer enforcer(std::move(setup), std::move(nvml));
+  shim::Enforcer enforcer(std::move(setup), std::move(nvml));
   enforcer.init_started(pid);
   const UniqueFd region = sharing::create_region();
   const auto start = std::chrono::steady_clock::now();

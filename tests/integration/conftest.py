@@ -143,7 +143,7 @@ def gpuslice_path(config) -> str:
     path = config.getoption("--gpuslice-runtime")
     if not path:
         pytest.fail("GPUSLICE_RUNTIME is not set: pass --gpuslice-runtime PATH or set GPUSLICE_RUNTIME "
-                    "(ctest sets it to build/shim/gpuslice-runtime)", pytrace=False)
+                    "(ctest sets it to build/bin/gpuslice-runtime)", pytrace=False)
     path = os.path.abspath(path)
     if not os.access(path, os.X_OK):
         pytest.fail(f"GPUSLICE_RUNTIME {path!r} is not an executable", pytrace=False)
@@ -154,7 +154,7 @@ def gpuslice_hook_path(config) -> str:
     path = config.getoption("--gpuslice-hook")
     if not path:
         pytest.fail("GPUSLICE_HOOK is not set: gpuslice-runtime adds gpuslice-hook to every GPU container; pass "
-                    "--gpuslice-hook PATH or set GPUSLICE_HOOK (ctest sets it to build/hook/gpuslice-hook)",
+                    "--gpuslice-hook PATH or set GPUSLICE_HOOK (ctest sets it to build/bin/gpuslice-hook)",
                     pytrace=False)
     path = os.path.abspath(path)
     if not os.access(path, os.X_OK):

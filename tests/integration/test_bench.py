@@ -214,7 +214,7 @@ def test_bench_breach_prints_the_delay_to_the_kill(request, test_tmp):
 
 
 def built(request, *path: str) -> Path:
-    """A program of the build gpuslice-runtime is in (build/shim/..)."""
+    """A program of the build gpuslice-runtime is in (build/bin/..)."""
     return Path(gpuslice_path(request.config)).resolve().parents[1].joinpath(*path)
 
 

@@ -1,4 +1,4 @@
-"""gpuslice-runtime's front (shim/fast_path/front.h): before the C library
+"""gpuslice-runtime's front (runtime/front/front.h): before the C library
 starts, it execs the low-level runtime when the record the full program
 saved shows that the full program would do nothing else, and it writes
 nothing.
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.gpuslice
 
 
 def record_name(config_path: str) -> str:
-    """FNV-1a 64 of the config path, as shim/fast_path/front.c names it."""
+    """FNV-1a 64 of the config path, as runtime/front/front.c names it."""
     h = 0xcbf29ce484222325
     for b in config_path.encode():
         h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF

@@ -1,12 +1,12 @@
-// The per-GPU admission cap (shim/admission.hpp): counted from the live
+// The per-GPU admission cap (create/admission.hpp): counted from the live
 // containers' limits files, the next create on a full GPU refused naming
 // the GPU and the setting, places freed when a container's state goes
 // (ended, or stale: its runtime died), concurrent creates never both taking
 // the last place.
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
-#include "gpuslice/shim/admission.hpp"
-#include "gpuslice/shim/bundle.hpp"
+#include "gpuslice/create/admission.hpp"
+#include "gpuslice/create/bundle.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
 #include "tempdir.hpp"
@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 using namespace gpuslice;
-using namespace gpuslice::shim;
+using namespace gpuslice::create;
 using gpuslice::testing::TempDir;
 
 namespace {

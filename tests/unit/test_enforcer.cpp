@@ -1,12 +1,12 @@
 // The monitor's status file (gpuslice-shim, read by gpuslice inspect): its
 // text comes partly from a pod annotation, so it must stay one valid JSON
 // object whatever the annotation holds.
-#include "monitor/enforcer.hpp"
+#include "gpuslice/shim/enforcer.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-using namespace gpuslice::monitor;
+using namespace gpuslice::shim;
 
 namespace {
 nlohmann::json status_of(const std::string &container_id, const std::string &pod) {

@@ -1,17 +1,17 @@
-// gpuslice-runtime's front (shim/fast_path/front.h): its C decisions agree
+// gpuslice-runtime's front (runtime/front/front.h): its C decisions agree
 // with the full program's C++ ones, and it reads exactly the records the full
 // program writes, nothing else.
 #include "gpuslice/common/build_id.h"
 #include "gpuslice/common/build_id.hpp"
 #include "gpuslice/common/fs.hpp"
-#include "gpuslice/shim/command_line.hpp"
-#include "gpuslice/shim/front_record.hpp"
-#include "gpuslice/shim/requests.hpp"
-#include "gpuslice/shim/runtime.hpp"
-#include "gpuslice/shim/sharing.hpp"
+#include "gpuslice/runtime/command_line.hpp"
+#include "gpuslice/runtime/front_record.hpp"
+#include "gpuslice/create/requests.hpp"
+#include "gpuslice/runtime/low_level.hpp"
+#include "gpuslice/create/container_limits.hpp"
 
-#include "../../shim/fast_path/command_line.h"
-#include "../../shim/fast_path/front.h"
+#include "../../runtime/front/command_line.h"
+#include "../../runtime/front/front.h"
 #include "tempdir.hpp"
 
 #include <catch2/catch.hpp>
@@ -29,7 +29,8 @@
 #include <random>
 
 using namespace gpuslice;
-using namespace gpuslice::shim;
+using namespace gpuslice::create;
+using namespace gpuslice::runtime;
 
 namespace {
 

@@ -7,8 +7,8 @@
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/json_text.hpp"
 #include "gpuslice/common/rootfs.hpp"
-#include "gpuslice/shim/bundle.hpp"
-#include "gpuslice/shim/runtime.hpp"
+#include "gpuslice/create/bundle.hpp"
+#include "gpuslice/runtime/low_level.hpp"
 
 #include "tempdir.hpp"
 
@@ -29,9 +29,9 @@ using gpuslice::testing::TempDir;
 
 namespace {
 
-shim::BundleEdit prepare(const std::string &bundle, const std::string &id, const Config &config) {
-  shim::CreateRequest request{bundle, id, ""};
-  return shim::prepare_bundle(request, config, kDefaultConfigPath, shim::HookMode::add);
+create::BundleEdit prepare(const std::string &bundle, const std::string &id, const Config &config) {
+  create::CreateRequest request{bundle, id, ""};
+  return create::prepare_bundle(request, config, kDefaultConfigPath, create::HookMode::add);
 }
 
 std::string nested(std::size_t depth) {
@@ -166,7 +166,7 @@ TEST_CASE("messages stay bounded whatever the size of a name", "[common][hostile
   CHECK_THAT(q, Catch::EndsWith("...\" (+" + std::to_string(huge.size() - kMaxQuoted) + " bytes)"));
   CHECK(quote("short") == "\"short\"");
   TempDir t;
-  shim::write_runtime_log(t / "log.json", "json", "cannot create: " + huge);
+  runtime::write_runtime_log(t / "log.json", "json", "cannot create: " + huge);
   CHECK(fs::read_file(t / "log.json").size() < 8192);
 }
 

@@ -2,7 +2,7 @@
 // names it defines, the floor check at create, malformed files refused
 // without a crash.
 #include "gpuslice/common/error.hpp"
-#include "gpuslice/shim/image_glibc.hpp"
+#include "gpuslice/create/image_glibc.hpp"
 
 #include "tempdir.hpp"
 
@@ -19,7 +19,7 @@
 #include <sstream>
 
 using namespace gpuslice;
-using namespace gpuslice::shim;
+using namespace gpuslice::create;
 using gpuslice::testing::TempDir;
 
 namespace {

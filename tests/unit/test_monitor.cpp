@@ -2,7 +2,7 @@
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/sharing/activity.hpp"
-#include "gpuslice/sharing/monitor.hpp"
+#include "gpuslice/shim/loop.hpp"
 #include "gpuslice/sharing/region.hpp"
 
 extern "C" {
@@ -28,6 +28,7 @@ extern "C" {
 
 using namespace gpuslice;
 using namespace gpuslice::sharing;
+using namespace gpuslice::shim;
 using gpuslice::testing::TempDir;
 
 namespace {

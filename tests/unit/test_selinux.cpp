@@ -9,9 +9,9 @@
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/selinux/context.hpp"
 #include "gpuslice/selinux/labeler.hpp"
-#include "gpuslice/shim/bundle_spec.hpp"
-#include "gpuslice/shim/modifiers.hpp"
-#include "gpuslice/shim/sharing.hpp"
+#include "gpuslice/create/bundle_spec.hpp"
+#include "gpuslice/create/modifiers.hpp"
+#include "gpuslice/create/container_limits.hpp"
 
 #include "tempdir.hpp"
 
@@ -257,12 +257,12 @@ TEST_CASE("selinux: create labels each file of a container with limits, and noth
                                      R"(}, "mounts": [], "linux": {"mountLabel": ")" +
                                      (labels_json.empty() ? std::string() : kMount) + R"("}})");
     ::mkdir((t / (id + "/rootfs")).c_str(), 0755);
-    shim::BundleSpec spec = shim::BundleSpec::load(t / (id + "/config.json"));
-    shim::CreateContext ctx{spec, config, kDefaultConfigPath, id, t / ("state/containers/" + id), t / (id + "/rootfs"), {}, {}};
-    shim::sharing_modifier(sharing::Limits{{{"*", 256u << 20, 30, sharing::Policy::burst}}, ""})->modify(ctx);
-    shim::selinux_modifier(sys)->modify(ctx);
+    create::BundleSpec spec = create::BundleSpec::load(t / (id + "/config.json"));
+    create::CreateContext ctx{spec, config, kDefaultConfigPath, id, t / ("state/containers/" + id), t / (id + "/rootfs"), {}, {}};
+    create::sharing_modifier(sharing::Limits{{{"*", 256u << 20, 30, sharing::Policy::burst}}, ""})->modify(ctx);
+    create::selinux_modifier(sys)->modify(ctx);
     std::string pid_file;
-    shim::commit(ctx, pid_file, t / (id + "/config.json"));
+    create::commit(ctx, pid_file, t / (id + "/config.json"));
   };
   config.selinux_label = "auto";
   RecordingSystem sys(true);

@@ -1,10 +1,10 @@
 #include "gpuslice/common/error.hpp"
-#include "gpuslice/shim/bundle.hpp"
-#include "gpuslice/shim/bundle_spec.hpp"
-#include "gpuslice/shim/modifiers.hpp"
-#include "gpuslice/shim/command_line.hpp"
-#include "gpuslice/shim/requests.hpp"
-#include "gpuslice/shim/runtime.hpp"
+#include "gpuslice/create/bundle.hpp"
+#include "gpuslice/create/bundle_spec.hpp"
+#include "gpuslice/create/modifiers.hpp"
+#include "gpuslice/runtime/command_line.hpp"
+#include "gpuslice/create/requests.hpp"
+#include "gpuslice/runtime/low_level.hpp"
 
 #include "tempdir.hpp"
 
@@ -17,7 +17,8 @@
 #include <filesystem>
 
 using namespace gpuslice;
-using namespace gpuslice::shim;
+using namespace gpuslice::create;
+using namespace gpuslice::runtime;
 using gpuslice::testing::TempDir;
 
 namespace {

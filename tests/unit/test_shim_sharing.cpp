@@ -1,7 +1,7 @@
 #include "gpuslice/common/error.hpp"
-#include "gpuslice/shim/bundle.hpp"
-#include "gpuslice/shim/exec_env.hpp"
-#include "gpuslice/shim/sharing.hpp"
+#include "gpuslice/create/bundle.hpp"
+#include "gpuslice/create/exec_env.hpp"
+#include "gpuslice/create/container_limits.hpp"
 
 #include "tempdir.hpp"
 
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 using namespace gpuslice;
-using namespace gpuslice::shim;
+using namespace gpuslice::create;
 using gpuslice::testing::TempDir;
 
 namespace {

@@ -35,7 +35,7 @@ struct Config {
   bool accept_gpushare_env = false;
   // [log]
   log::Options log;
-  // [monitor] (gpuslice-shim: shim/monitor/enforcer.hpp)
+  // [monitor] (gpuslice-shim: shim/enforcer.hpp)
   int monitor_interval_ms = 1000;
   std::string monitor_action = "log";       // log, kill, freeze
   std::string monitor_memory_tolerance = "0"; // a size

@@ -8,7 +8,7 @@
 // Otherwise (podman's and CRI-O's hooks.d, a plain runc or crun with the
 // hook in config.json) the hook does the create path's work itself: the
 // same requests, trust rules, CDI edits, admission and sharing plan as
-// gpuslice-runtime (shim::plan_create, one library), then, since the
+// gpuslice-runtime (create::plan_create, one library), then, since the
 // engine has already made the container's mounts and device nodes, what
 // that plan adds: the state dir and monitor, the nodes and mounts inside
 // the container (in_container.hpp), the device cgroup (device_cgroup.hpp),

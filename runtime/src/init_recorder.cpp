@@ -1,0 +1,338 @@
+// The create of a container with limits, without running runc as a child
+// (lifecycle.hpp's exec_recording_init). One without limits needs no
+// process of ours once runc is exec'd (lifecycle.hpp's exec_create).
+//
+// Why: runc as a child puts one more sleep and wake-up, and this process's
+// exit, between runc's exit and the caller's (~2 ms of every GPU create on
+// a small VM, where waking an idle vCPU is dear). Here the process that
+// records the init is a second one, the recorder, made with CLONE_VM: it
+// costs no copy of this 40 MB process's page tables, and once this process
+// has exec'd runc the old memory is the recorder's alone. It wakes when runc
+// exits, at the same time as the caller, and records the init on the other
+// CPU while the caller goes on. It then becomes the container's monitor
+// (monitor_start.hpp's create::MonitorInPlace).
+//
+// Until runc has exited the recorder shares this process's memory, its
+// thread pointer and errno included, with a process that is still running:
+// it makes raw system calls only, on its own stack. After that it is a
+// normal single-threaded process of its own, in the memory this one left
+// at the exec (no lock held). When this process died before the exec
+// instead (a kill -9 from a caller that gave up, or an exec that failed),
+// its memory may be half-written: the recorder only exits, and the state
+// dir, whose creator it was, is stale and collected like any other.
+#include "gpuslice/runtime/lifecycle.hpp"
+
+#include "gpuslice/common/error.hpp"
+#include "gpuslice/common/fd.hpp"
+#include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/log.hpp"
+#include "gpuslice/common/strings.hpp"
+#include "gpuslice/shim/loop.hpp"
+#include "gpuslice/create/bundle.hpp"
+#include "gpuslice/create/monitor_start.hpp"
+#include "gpuslice/runtime/low_level.hpp"
+#include "gpuslice/state/container_dir.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpuslice::runtime {
+
+namespace {
+
+// What runs before the recorder's wait ends is not instrumented: ASan's
+// checks may call into its runtime, whose state this process shares then.
+#define GPUSLICE_RAW_ONLY __attribute__((no_sanitize_address))
+
+// A system call that leaves errno alone (the recorder's errno is this
+// process's until runc exits): the result, or -errno.
+GPUSLICE_RAW_ONLY long raw_syscall(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0) {
+#if defined(__x86_64__)
+  register long r10 __asm__("r10") = d;
+  register long r8 __asm__("r8") = e;
+  long ret;
+  __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8) : "rcx", "r11", "memory");
+  return ret;
+#elif defined(__aarch64__)
+  register long x8 __asm__("x8") = n;
+  register long x0 __asm__("x0") = a;
+  register long x1 __asm__("x1") = b;
+  register long x2 __asm__("x2") = c;
+  register long x3 __asm__("x3") = d;
+  register long x4 __asm__("x4") = e;
+  __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory");
+  return x0;
+#else
+  // Elsewhere libc's wrapper: errno may be written under this process.
+  const long ret = ::syscall(n, a, b, c, d, e);
+  return ret < 0 ? -errno : ret;
+#endif
+}
+
+// What the recorder needs, copied before it starts: the caller's strings
+// may be gone by the time it reads them (an exec that failed unwinds).
+struct Recorder {
+  std::string runtime;
+  std::vector<std::string> delete_args; // runc delete --force ID, same globals
+  std::vector<std::string> state_args;  // runc state ID
+  std::string state_dir;
+  std::string id;
+  std::string pid_file;
+  std::string bundle; // as given ("" for the cwd, which the recorder shares)
+  std::string log_path, log_format;
+  std::optional<create::PendingMonitor> monitor; // started once the init is recorded (set once the recorder runs)
+  state::ProcessId creator; // this process, then runc under the same pid
+  int creator_pidfd = -1;
+  int dir_lock = -1; // the state dir's flock, this process's copy
+  sigset_t caller_mask;
+  std::atomic<bool> exec_started{false}; // this process is in its execve of runc
+};
+
+// No fd the caller gave this process stays open in the recorder: a pipe's
+// reader (containerd reading runc's output) waits for every writer. The
+// caller's are those without close-on-exec, runc's to inherit; this
+// process's own (log, pidfd) all have it.
+GPUSLICE_RAW_ONLY void drop_callers_files() {
+  const long null = raw_syscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"), O_RDWR | O_CLOEXEC);
+  for (long fd = 0; fd < 3; ++fd) {
+    if (null == fd)
+      raw_syscall(SYS_fcntl, fd, F_SETFD, 0);
+    else if (null >= 0)
+      raw_syscall(SYS_dup3, null, fd, 0);
+    else
+      raw_syscall(SYS_close, fd);
+  }
+  if (null > 2)
+    raw_syscall(SYS_close, null);
+  const long dir = raw_syscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/fd"),
+                               O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0)
+    return;
+  alignas(8) char buf[2048];
+  long n;
+  while ((n = raw_syscall(SYS_getdents64, dir, reinterpret_cast<long>(buf), sizeof buf)) > 0) {
+    for (long at = 0; at < n;) {
+      // struct linux_dirent64: d_ino 8, d_off 8, d_reclen 2, d_type 1, d_name
+      unsigned short reclen;
+      std::memcpy(&reclen, buf + at + 16, sizeof reclen);
+      const char *name = buf + at + 19;
+      at += reclen;
+      long fd = 0;
+      if (*name < '0' || *name > '9')
+        continue;
+      for (; *name >= '0' && *name <= '9'; ++name)
+        fd = fd * 10 + (*name - '0');
+      if (fd > 2 && fd != dir && (raw_syscall(SYS_fcntl, fd, F_GETFD) & FD_CLOEXEC) == 0)
+        raw_syscall(SYS_close, fd);
+    }
+  }
+  raw_syscall(SYS_close, dir);
+}
+
+// `me`: the recorder, the state dir's creator.
+void fail_closed(const Recorder &r, const std::optional<state::ProcessId> &me, const std::string &message) {
+  // The pid file named a process this create's runc started: the container is ours.
+  (void)run_runtime(r.runtime, r.delete_args, ChildEnds::on_its_own);
+  const std::string shown =
+      "cannot record the init of container " + quote(r.id) + " or start its monitor (deleted again): " + message;
+  write_runtime_log(r.log_path, r.log_format, "gpuslice: " + shown);
+  spdlog::error("{}", shown);
+  // The dir stays, with the reason, for `start` to refuse with
+  // (create::restart_monitor_if_gone); it is stale as soon as this process, its
+  // creator, exits, and goes with the delete that follows.
+  try {
+    fs::write_file_atomic(fs::clean_path(r.state_dir) + "/containers/" + r.id + "/" + create::kCreateFailedFile, shown, 0400,
+                          fs::Durability::atomic);
+  } catch (const Error &) {
+    state::remove_container_dir(r.state_dir, r.id, me); // then without the reason: start finds no container
+  }
+}
+
+// The same directory, by its resolved path ("" when it has none).
+std::string resolved(const std::string &path) {
+  char buf[PATH_MAX];
+  return ::realpath(path.empty() ? "." : path.c_str(), buf) ? std::string(buf) : std::string();
+}
+
+// The init's pid as `runtime state ID` shows it, when that container is
+// this create's (its bundle is ours: an id of another bundle's container
+// made runc fail): for a create whose pid file is missing (runc failed, or
+// someone removed it). Start times alone cannot tell: they count 10 ms
+// ticks, and crun creates a container in less.
+std::optional<int> init_pid_from_runtime_state(const Recorder &r) {
+  UniqueFd out(::memfd_create("runtime-state", MFD_CLOEXEC));
+  if (!out || ::dup2(out.get(), STDOUT_FILENO) < 0 || run_runtime(r.runtime, r.state_args) != 0)
+    return std::nullopt;
+  std::vector<char> buf(64 * 1024);
+  const ssize_t n = ::pread(out.get(), buf.data(), buf.size(), 0);
+  if (n <= 0)
+    return std::nullopt;
+  const auto state = nlohmann::json::parse(buf.data(), buf.data() + n, nullptr, false);
+  if (!state.is_object() || !state.contains("pid") || !state["pid"].is_number_integer() || state["pid"].get<long>() <= 0 ||
+      state["pid"].get<long>() > INT32_MAX || !state.contains("bundle") || !state["bundle"].is_string())
+    return std::nullopt;
+  const std::string ours = resolved(r.bundle);
+  if (ours.empty() || resolved(state["bundle"].get<std::string>()) != ours)
+    return std::nullopt;
+  return static_cast<int>(state["pid"].get<long>());
+}
+
+// The monitor this process is to become, once the lock is let go: taken
+// here, under it (a restart that saw the init but no monitor would start a
+// second one).
+std::optional<create::MonitorInPlace> record_or_clean_up(Recorder &r) {
+  const auto me = state::process_id(static_cast<int>(::getpid()));
+  // The init is a process started after runc (this process's pid): a pid
+  // file, or a container of this id, naming an older one is another
+  // container's, and this create failed (runc writes the pid file last, once
+  // the container exists, and removes the container when it cannot). Its
+  // error went to the caller.
+  auto pid = shim::read_pid_file(r.pid_file);
+  if (!pid)
+    pid = init_pid_from_runtime_state(r);
+  const auto init = pid ? state::process_id(*pid) : std::nullopt;
+  if (!init || init->start_time < r.creator.start_time) {
+    state::remove_container_dir(r.state_dir, r.id, me);
+    return std::nullopt;
+  }
+  try {
+    const state::ContainerDir dir = state::record_init(r.state_dir, r.id, *pid);
+    // the dir is locked: the caller took the lock, this process holds it
+    return create::take_monitor(std::move(*r.monitor), dir, r.state_dir, r.id);
+  } catch (const Error &e) {
+    fail_closed(r, me, e.message());
+  }
+  return std::nullopt;
+}
+
+GPUSLICE_RAW_ONLY int record_after_runtime(void *arg) {
+  auto &r = *static_cast<Recorder *>(arg);
+  drop_callers_files();
+  struct pollfd exited {r.creator_pidfd, POLLIN, 0};
+  for (;;) {
+    const long rc = raw_syscall(SYS_ppoll, reinterpret_cast<long>(&exited), 1, 0, 0, 8);
+    if (rc == 1 && (exited.revents & (POLLIN | POLLHUP)))
+      break;
+    if (rc == 1 || (rc < 0 && rc != -EINTR))
+      raw_syscall(SYS_exit_group, 0); // cannot wait: the dir, its creator gone, is collected as stale
+  }
+  // The caller's process is gone: from here on this memory is ours.
+  if (r.exec_started.load(std::memory_order_acquire)) {
+    ::sigprocmask(SIG_SETMASK, &r.caller_mask, nullptr);
+    std::optional<create::MonitorInPlace> monitor;
+    try {
+      monitor = record_or_clean_up(r);
+    } catch (const std::exception &e) {
+      spdlog::error("container {}: {}", r.id, e.what());
+    }
+    // Decided: a start waiting on it goes on now.
+    ::close(r.dir_lock);
+    // The create's tidying, left to this process (the bundle is as given:
+    // this process has a copy of the caller's cwd, taken at the clone).
+    create::tidy_bundle(r.bundle);
+    log::flush();
+    if (monitor) {
+      try {
+        create::run_monitor_in_place(std::move(*monitor));
+      } catch (const std::exception &) {
+        // Detaching failed (its log let go already: said nowhere). The
+        // record names a process that goes now, and the next call that
+        // finds it gone (`start`, first) starts gpuslice-shim, or fails.
+      }
+    }
+  }
+  raw_syscall(SYS_exit_group, 0);
+  return 0;
+}
+
+} // namespace
+
+void exec_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
+                         state::ContainerDir state_dir, const std::string &pid_file,
+                         create::PendingMonitor &monitor) {
+  static Recorder r; // outlives this frame in the recorder's eyes
+  const auto me = state::process_id(static_cast<int>(::getpid()));
+  // Said by the create itself while it still can: the monitor is started
+  // only after it has returned.
+  if (::access(monitor.program.c_str(), X_OK) != 0) {
+    const Error e = system_error("cannot start the container's monitor " + quote(monitor.program));
+    state::remove_container_dir(config.state_dir, cl.container_id, me);
+    throw e;
+  }
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
+  if (pidfd && pidfd.get() <= STDERR_FILENO) // the recorder points 0-2 at /dev/null
+    pidfd.reset(::fcntl(pidfd.get(), F_DUPFD_CLOEXEC, STDERR_FILENO + 1));
+  if (!me || !pidfd)
+    return; // kernel before 5.3: runc as a child
+  r.runtime = runtime;
+  r.delete_args = cl.with_global_flags({"delete", "--force", cl.container_id});
+  r.state_args = cl.with_global_flags({"state", cl.container_id});
+  r.state_dir = config.state_dir;
+  r.id = cl.container_id;
+  r.pid_file = pid_file;
+  r.bundle = cl.bundle;
+  r.log_path = cl.log_path;
+  r.log_format = cl.log_format;
+  r.creator = *me;
+
+  // Its own stack, with a guard page below it.
+  constexpr std::size_t kStackSize = 256 * 1024, kGuard = 4096;
+  void *stack = ::mmap(nullptr, kStackSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED)
+    return;
+  if (::mprotect(stack, kGuard, PROT_NONE) != 0) {
+    ::munmap(stack, kStackSize);
+    return;
+  }
+  // Held by the recorder (its copy of this fd) until the create is decided:
+  // a create of the same id waits for it (state::create_container_dir).
+  // Released here as this returns or throws, and in runc as it is exec'd.
+  state::lock_container_dir(state_dir);
+  r.creator_pidfd = pidfd.get();
+  r.dir_lock = state_dir.fd.get();
+  sigset_t all;
+  ::sigfillset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, &r.caller_mask); // no handler runs in the recorder
+  // Exit signal 0: runc, its parent until it exits, hears nothing of it.
+  const pid_t recorder = ::clone(record_after_runtime, static_cast<char *>(stack) + kStackSize, CLONE_VM, &r);
+  const int clone_errno = errno;
+  ::sigprocmask(SIG_SETMASK, &r.caller_mask, nullptr);
+  if (recorder < 0) {
+    ::munmap(stack, kStackSize);
+    errno = clone_errno;
+    return;
+  }
+  r.monitor = std::move(monitor); // the recorder's to start
+  std::optional<state::ProcessId> recorder_id = state::process_id(recorder);
+  if (!recorder_id)
+    throw Error("cannot read the start time of the init recorder (pid " + std::to_string(recorder) + ")");
+  // The dir lives while the recorder does, and then while the init does.
+  state::hand_over_creation(state_dir, *me, *recorder_id);
+  // Nothing allocates between the flag and the exec: the recorder may take
+  // this memory over as it is then.
+  auto argv = argv_of(runtime, cl.args);
+  r.exec_started.store(true, std::memory_order_release);
+  ::execv(runtime.c_str(), argv.data());
+  r.exec_started.store(false, std::memory_order_release);
+  throw system_error("cannot execute " + quote(runtime));
+}
+
+} // namespace gpuslice::runtime

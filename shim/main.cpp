@@ -142,7 +142,12 @@ int run(int argc, char **argv) {
     setup.interval_ms = opt.count("--interval-ms") ? number(opt["--interval-ms"], "--interval-ms") : 1000;
     e.pod = opt["--pod"];
     if (opt.count("--state-dir") && opt.count("--id"))
-      e.status_file = opt["--state-dir"] + "/containers/" + opt["--id"] + "/status";
+      // In the container's record, for `gpuslice inspect`. The dir opened
+      // anew each time: its lock is let go when the descriptor closes.
+      e.report = [state_dir = opt["--state-dir"], id = opt["--id"]](const std::string &json) {
+        if (const auto dir = state::open_container_dir(state_dir, id))
+          state::update_record(*dir, [&](state::Record &r) { r.usage = json; });
+      };
     if (opt.count("--log-file")) {
       // Its directory as gpuslice-runtime's logging makes it (which may
       // not have run yet: it starts only after the create's side effects).

@@ -5,12 +5,13 @@
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/strings.hpp"
 #include "gpuslice/state/container_dir.hpp"
-#include "gpuslice/create/modifiers.hpp"
+#include "gpuslice/create/monitor_setup.hpp"
 
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 
@@ -38,7 +39,7 @@ std::map<std::string, uint64_t> memory_per_gpu(const sharing::Limits &limits) {
 std::map<std::string, GpuLoad> load_per_gpu(const std::string &state_dir) {
   std::map<std::string, GpuLoad> load;
   for (const auto &dir : state::open_container_dirs(state_dir)) {
-    UniqueFd f(::openat(dir.fd.get(), "limits", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+    UniqueFd f(::openat(dir.fd.get(), state::kLimitsFile, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
     if (!f && errno == ENOENT)
       continue; // a container without limits
     std::set<std::string> gpus{kUnnamedGpu};
@@ -46,7 +47,10 @@ std::map<std::string, GpuLoad> load_per_gpu(const std::string &state_dir) {
     try {
       if (!f)
         throw system_error("cannot open it");
-      const auto limits = sharing::parse_limits(fs::read_fd(f.get(), "limits", kMaxLimitsFile));
+      const std::string text = fs::read_fd(f.get(), state::kLimitsFile, kMaxLimitsFile);
+      if (state::read_record(dir.fd.get(), dir.id).limits_digest != state::limits_digest(text))
+        throw Error("not the limits file its create wrote");
+      const auto limits = sharing::parse_limits(text);
       gpus = gpus_of(limits);
       memory = memory_per_gpu(limits);
     } catch (const Error &) {
@@ -61,8 +65,6 @@ std::map<std::string, GpuLoad> load_per_gpu(const std::string &state_dir) {
 }
 
 namespace {
-
-constexpr const char *kGpuMemoryCache = "gpu-memory"; // in the state dir: gpuslice-shim --query-gpus's lines
 
 // "UUID BYTES" lines; nullopt when the text is anything else.
 std::optional<std::map<std::string, uint64_t>> parse_gpu_memory(const std::string &text) {
@@ -123,11 +125,14 @@ int run_captured(const std::string &program, const std::vector<std::string> &arg
 
 } // namespace
 
-std::map<std::string, uint64_t> node_gpu_memory(const Config &config, std::string &why) {
-  const std::string cache = fs::clean_path(config.state_dir) + "/" + kGpuMemoryCache;
+NodeGpus node_gpu_memory(const Config &config, const std::set<std::string> &needed) {
+  const std::string file = fs::clean_path(config.state_dir) + "/" + state::kGpuMemoryFile;
   try {
-    if (auto memory = parse_gpu_memory(fs::read_file(cache, 64 * 1024)))
-      return *memory;
+    if (auto memory = parse_gpu_memory(fs::read_file(file, 64 * 1024));
+        memory && std::all_of(needed.begin(), needed.end(), [&](const std::string &gpu) {
+          return gpu == kUnnamedGpu || memory->count(gpu);
+        }))
+      return {*memory, ""};
   } catch (const Error &) {
     // not yet asked since boot
   }
@@ -139,16 +144,16 @@ std::map<std::string, uint64_t> node_gpu_memory(const Config &config, std::strin
   while (!output.empty() && output.back() == '\n')
     output.pop_back();
   auto memory = status == 0 ? parse_gpu_memory(output) : std::nullopt;
-  if (!memory) {
-    why = status == 127 ? "cannot execute " + quote(shim) : output.empty() ? quote(shim) + " --query-gpus failed" : output;
-    return {};
-  }
+  if (!memory)
+    return {{}, status == 127 ? "cannot execute " + quote(shim)
+                : output.empty() ? quote(shim) + " --query-gpus failed"
+                                 : output};
   try {
-    fs::write_file_atomic(cache, output + "\n", 0644, fs::Durability::atomic); // asked again if lost
+    fs::write_file_atomic(file, output + "\n", 0644, fs::Durability::atomic); // asked again if lost
   } catch (const Error &) {
     // asked again at the next create
   }
-  return *memory;
+  return {*memory, ""};
 }
 
 namespace {
@@ -157,16 +162,15 @@ std::string unnamed_or(const std::string &gpu) {
   return gpu == kUnnamedGpu ? std::string("the GPU of CDI devices that name none (no GPUSLICE_GPU_UUID)") : "GPU " + gpu;
 }
 
-void check_memory(const sharing::Limits &limits, const std::map<std::string, GpuLoad> &load, const GpuMemory &gpu_memory,
+void check_memory(const sharing::Limits &limits, const std::map<std::string, GpuLoad> &load, const NodeGpus &gpus,
                   std::vector<std::string> &warnings) {
   const auto adding = memory_per_gpu(limits);
   if (adding.empty())
     return;
-  std::string why;
-  const auto total = gpu_memory(why);
+  const auto &total = gpus.memory;
   if (total.empty()) {
     warnings.push_back("cannot tell whether the memory limits of a GPU's containers fit in its memory "
-                       "(admission.allow-memory-overcommit = false): " + why);
+                       "(admission.allow-memory-overcommit = false): " + gpus.why);
     return;
   }
   // On a node with one GPU, devices that name none are on that one.
@@ -196,9 +200,9 @@ void check_memory(const sharing::Limits &limits, const std::map<std::string, Gpu
 
 } // namespace
 
-void admit(const sharing::Limits &limits, const Config &config, const GpuMemory &gpu_memory,
-           std::vector<std::string> &warnings) {
-  const auto load = load_per_gpu(config.state_dir);
+void check_admission(const sharing::Limits &limits, const AdmissionFacts &facts, const Config &config,
+                     std::vector<std::string> &warnings) {
+  const auto &load = facts.load;
   if (config.max_containers_per_gpu > 0)
     for (const auto &gpu : gpus_of(limits)) {
       auto it = load.find(gpu);
@@ -209,7 +213,7 @@ void admit(const sharing::Limits &limits, const Config &config, const GpuMemory 
                   std::to_string(config.max_containers_per_gpu) + ")");
     }
   if (!config.allow_memory_overcommit)
-    check_memory(limits, load, gpu_memory, warnings);
+    check_memory(limits, load, facts.gpus, warnings);
 }
 
 } // namespace gpuslice::create

@@ -3,6 +3,7 @@
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/json_text.hpp"
+#include "gpuslice/cdi/names.hpp"
 
 #include <sys/random.h>
 
@@ -281,12 +282,10 @@ std::map<std::string, std::string> BundleSpec::annotations() const {
   return out;
 }
 
-std::vector<std::string> BundleSpec::process_env() const { return create::process_env(doc_); }
-
-std::vector<std::string> process_env(const cdi::OciSpec &doc) {
+std::vector<std::string> BundleSpec::process_env() const {
   std::vector<std::string> out;
-  auto p = doc.find("process");
-  if (p == doc.end() || !p->is_object())
+  auto p = doc_.find("process");
+  if (p == doc_.end() || !p->is_object())
     return out;
   auto env = p->find("env");
   if (env == p->end() || !env->is_array())
@@ -295,6 +294,122 @@ std::vector<std::string> process_env(const cdi::OciSpec &doc) {
     if (e.is_string())
       out.push_back(e.get<std::string>());
   return out;
+}
+
+namespace {
+
+// A string two levels down ("linux", "mountLabel"); nullopt when absent.
+std::optional<std::string> nested_string(const cdi::OciSpec &doc, const char *outer, const char *key) {
+  auto it = doc.find(outer);
+  if (it == doc.end())
+    return std::nullopt;
+  return string_member(*it, key, std::string(outer) + "." + key);
+}
+
+// linux.devices, when it is an array.
+template <typename Doc> auto *linux_devices(Doc &doc) {
+  auto lx = doc.find("linux");
+  if (lx == doc.end() || !lx->is_object())
+    return static_cast<decltype(&*lx)>(nullptr);
+  auto devs = lx->find("devices");
+  return devs != lx->end() && devs->is_array() ? &*devs : nullptr;
+}
+
+// Whether a linux.devices entry names a CDI device; an Error when its
+// path is not a string, or names one badly.
+bool names_cdi_device(const cdi::OciSpec &entry, std::size_t index) {
+  const auto path = string_member(entry, "path", "linux.devices[" + std::to_string(index) + "].path").value_or("");
+  if (path.empty() || path[0] == '/' || !cdi::is_qualified_name(path))
+    return false;
+  with_context("linux.devices entry " + quote(path), [&] { cdi::parse_qualified_name(path); });
+  return true;
+}
+
+bool is_under(std::string_view path, std::string_view dir) {
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
+}
+
+// Whether a mount of the spec has a (cleaned) destination that `match`es.
+template <typename Match> bool any_destination(const cdi::OciSpec &doc, Match match) {
+  auto mounts = doc.find("mounts");
+  if (mounts == doc.end() || !mounts->is_array())
+    return false;
+  for (const auto &m : *mounts)
+    if (m.is_object() && m.contains("destination") && m["destination"].is_string() &&
+        match(fs::clean_path(m["destination"].get<std::string>())))
+      return true;
+  return false;
+}
+
+cdi::OciSpec mount_json(const OciMount &m) {
+  cdi::OciSpec j = {{"destination", m.destination}, {"type", m.type}, {"source", m.source}};
+  j["options"] = m.options;
+  return j;
+}
+
+} // namespace
+
+std::optional<std::string> BundleSpec::mount_label() const { return nested_string(doc_, "linux", "mountLabel"); }
+std::optional<std::string> BundleSpec::process_label() const { return nested_string(doc_, "process", "selinuxLabel"); }
+
+std::vector<std::string> BundleSpec::cdi_device_names() const {
+  std::vector<std::string> names;
+  if (const auto *devs = linux_devices(doc_))
+    for (std::size_t i = 0; i < devs->size(); ++i)
+      if (names_cdi_device((*devs)[i], i))
+        names.push_back((*devs)[i]["path"].get<std::string>());
+  return names;
+}
+
+bool BundleSpec::mounts_at(std::string_view destination) const {
+  return any_destination(doc_, [&](const std::string &d) { return d == destination; });
+}
+
+bool BundleSpec::mounts_under(std::string_view dir) const {
+  return any_destination(doc_, [&](const std::string &d) { return is_under(d, dir); });
+}
+
+void BundleSpec::apply(const cdi::ContainerEdits &edits, const cdi::HostNodeLookup &lookup) {
+  if (auto *devs = linux_devices(doc_))
+    for (std::size_t i = 0; i < devs->size();)
+      if (names_cdi_device((*devs)[i], i))
+        devs->erase(devs->begin() + static_cast<std::ptrdiff_t>(i));
+      else
+        ++i;
+  cdi::apply_edits(doc_, edits, lookup);
+}
+
+void BundleSpec::add_mount(const OciMount &m) {
+  auto &mounts = doc_["mounts"];
+  if (!mounts.is_array())
+    mounts = cdi::OciSpec::array();
+  mounts.push_back(mount_json(m));
+}
+
+void BundleSpec::add_mounts_first(const std::vector<OciMount> &added) {
+  auto &mounts = doc_["mounts"];
+  if (!mounts.is_array())
+    mounts = cdi::OciSpec::array();
+  auto at = mounts.begin();
+  for (const auto &m : added)
+    at = std::next(mounts.insert(at, mount_json(m)));
+}
+
+void BundleSpec::add_hook(const std::string &stage, const OciHook &hook) {
+  auto &hooks = doc_["hooks"];
+  if (!hooks.is_object())
+    hooks = cdi::OciSpec::object();
+  auto &list = hooks[stage];
+  if (!list.is_array())
+    list = cdi::OciSpec::array();
+  const cdi::OciSpec args = hook.args;
+  for (const auto &h : list)
+    if (string_member(h, "path", "hooks." + stage + "[].path") == hook.path && h.contains("args") && h["args"] == args)
+      return;
+  cdi::OciSpec j = {{"path", hook.path}, {"args", args}, {"env", hook.env}};
+  if (hook.timeout > 0)
+    j["timeout"] = hook.timeout;
+  list.push_back(std::move(j));
 }
 
 std::string BundleSpec::text() const {

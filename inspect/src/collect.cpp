@@ -109,7 +109,7 @@ NodeReport collect(const Config &config) {
   auto dirs = state::open_container_dirs(config.state_dir);
   std::sort(dirs.begin(), dirs.end(), [](const state::NamedDir &a, const state::NamedDir &b) { return a.id < b.id; });
   for (const auto &dir : dirs) {
-    const auto limits_text = read_in(dir.fd.get(), "limits");
+    const auto limits_text = read_in(dir.fd.get(), state::kLimitsFile);
     if (!limits_text)
       continue; // a container without limits (or one being created)
     ContainerRow c;
@@ -127,10 +127,15 @@ NodeReport collect(const Config &config) {
     } catch (const Error &) {
       gpu_in(c, create::kUnnamedGpu); // counted, as admission counts it
     }
-    if (auto status = read_in(dir.fd.get(), "status"))
-      read_status(*status, c);
-    const auto monitor = state::read_process_record(dir.fd.get(), state::kMonitorRecord);
-    c.monitor = monitor && state::process_alive(*monitor) ? "running" : "gone";
+    std::optional<state::Record> record;
+    try {
+      record = state::read_record(dir.fd.get(), dir.id);
+    } catch (const Error &) {
+      // shown without what its record would say
+    }
+    if (record && !record->usage.empty())
+      read_status(record->usage, c);
+    c.monitor = record && record->monitor && state::process_alive(*record->monitor) ? "running" : "gone";
     for (auto &g : c.gpus) {
       std::sort(g.processes.begin(), g.processes.end());
       auto row = std::find_if(report.gpus.begin(), report.gpus.end(), [&](const GpuRow &r) { return r.uuid == g.gpu; });

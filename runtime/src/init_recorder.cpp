@@ -1,6 +1,6 @@
 // The create of a container with limits, without running runc as a child
-// (lifecycle.hpp's exec_recording_init). One without limits needs no
-// process of ours once runc is exec'd (lifecycle.hpp's exec_create).
+// (init_recorder.hpp's exec_recording_init). One without limits needs no
+// process of ours once runc is exec'd (exec_create).
 //
 // Why: runc as a child puts one more sleep and wake-up, and this process's
 // exit, between runc's exit and the caller's (~2 ms of every GPU create on
@@ -10,7 +10,7 @@
 // has exec'd runc the old memory is the recorder's alone. It wakes when runc
 // exits, at the same time as the caller, and records the init on the other
 // CPU while the caller goes on. It then becomes the container's monitor
-// (monitor_start.hpp's create::MonitorInPlace).
+// (MonitorInPlace, below).
 //
 // Until runc has exited the recorder shares this process's memory, its
 // thread pointer and errno included, with a process that is still running:
@@ -20,7 +20,7 @@
 // instead (a kill -9 from a caller that gave up, or an exec that failed),
 // its memory may be half-written: the recorder only exits, and the state
 // dir, whose creator it was, is stale and collected like any other.
-#include "gpuslice/runtime/lifecycle.hpp"
+#include "gpuslice/runtime/init_recorder.hpp"
 
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fd.hpp"
@@ -28,8 +28,7 @@
 #include "gpuslice/common/log.hpp"
 #include "gpuslice/common/strings.hpp"
 #include "gpuslice/shim/loop.hpp"
-#include "gpuslice/create/bundle.hpp"
-#include "gpuslice/create/monitor_start.hpp"
+#include "gpuslice/create/monitor_setup.hpp"
 #include "gpuslice/runtime/low_level.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
@@ -43,6 +42,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <sys/prctl.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -51,6 +53,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -101,7 +104,8 @@ struct Recorder {
   std::optional<create::PendingMonitor> monitor; // started once the init is recorded (set once the recorder runs)
   state::ProcessId creator; // this process, then runc under the same pid
   int creator_pidfd = -1;
-  int dir_lock = -1; // the state dir's flock, this process's copy
+  std::string dir_path;
+  int dir_fd = -1; // the state dir, open and locked (flock): this process's copy, the recorder's after the clone
   sigset_t caller_mask;
   std::atomic<bool> exec_started{false}; // this process is in its execve of runc
 };
@@ -148,7 +152,8 @@ GPUSLICE_RAW_ONLY void drop_callers_files() {
 }
 
 // `me`: the recorder, the state dir's creator.
-void fail_closed(const Recorder &r, const std::optional<state::ProcessId> &me, const std::string &message) {
+void fail_closed(const Recorder &r, const state::ContainerDir &dir, const std::optional<state::ProcessId> &me,
+                 const std::string &message) {
   // The pid file named a process this create's runc started: the container is ours.
   (void)run_runtime(r.runtime, r.delete_args, ChildEnds::on_its_own);
   const std::string shown =
@@ -156,13 +161,25 @@ void fail_closed(const Recorder &r, const std::optional<state::ProcessId> &me, c
   write_runtime_log(r.log_path, r.log_format, "gpuslice: " + shown);
   spdlog::error("{}", shown);
   // The dir stays, with the reason, for `start` to refuse with
-  // (create::restart_monitor_if_gone); it is stale as soon as this process, its
+  // (verb_monitored.cpp); it is stale as soon as this process, its
   // creator, exits, and goes with the delete that follows.
   try {
-    fs::write_file_atomic(fs::clean_path(r.state_dir) + "/containers/" + r.id + "/" + create::kCreateFailedFile, shown, 0400,
-                          fs::Durability::atomic);
+    try {
+      state::update_record(dir, [&](state::Record &record) {
+        record.status = state::Status::failed;
+        record.failure = shown;
+      });
+    } catch (const Error &) {
+      // A record this create cannot read in the dir it made, and holds
+      // locked: replaced by one that says why.
+      state::Record record;
+      record.creator = me;
+      record.status = state::Status::failed;
+      record.failure = shown;
+      state::write_record(dir.fd.get(), record, dir.path);
+    }
   } catch (const Error &) {
-    state::remove_container_dir(r.state_dir, r.id, me); // then without the reason: start finds no container
+    state::remove_container_dir(r.state_dir, r.id); // then without the reason: start finds no container
   }
 }
 
@@ -195,10 +212,98 @@ std::optional<int> init_pid_from_runtime_state(const Recorder &r) {
   return static_cast<int>(state["pid"].get<long>());
 }
 
+// The monitor a create's init recorder becomes, rather than exec
+// gpuslice-shim at once: it runs the monitor's loop itself, in the memory
+// the create left it, until the first interval, and only then execs
+// gpuslice-shim in its place (same pid: the record stays true) to check the
+// driver's accounting, telling it which processes took the region
+// meanwhile. Why: a container starts just after its create returns, and an
+// exec of gpuslice-shim then (page tables, ld.so, libc and libstdc++
+// set-up) is paid by the container's start and by the next container's
+// create; an interval later it competes with nothing, and a container that
+// ends within the interval never pays it. Until the exec, `ps` shows
+// gpuslice-runtime's command line under the name gpuslice-shim.
+struct MonitorInPlace {
+  create::PendingMonitor monitor;
+  state::ProcessId creator; // of the state dir, which it removes at the end
+  std::string state_dir, id;
+};
+
+// Under the lock of `dir`, where the init is recorded: watches the init,
+// takes the name gpuslice-shim (comm) and records this process as the
+// container's monitor. Throws Error.
+MonitorInPlace take_monitor(create::PendingMonitor monitor, const state::ContainerDir &dir, const std::string &state_dir,
+                            const std::string &id) {
+  const state::Record record = state::read_record(dir.fd.get(), dir.path);
+  if (!record.init)
+    throw Error("no init is recorded in " + quote(dir.path));
+  if (!record.creator)
+    throw Error("no creator is recorded in " + quote(dir.path));
+  const auto self = state::process_id(static_cast<int>(::getpid()));
+  if (!self)
+    throw Error("cannot read this process's start time from /proc");
+  create::watch_init(monitor.setup, *record.init);
+  // The dir it removes at the end is its creator's, as gpuslice-shim's
+  // --creator says.
+  create::pass_creator(monitor.args, record.creator);
+  // Named before it is recorded: whoever finds the record finds the name.
+  ::prctl(PR_SET_NAME, "gpuslice-shim", 0, 0, 0);
+  state::update_record(dir, [&](state::Record &r) { r.monitor = *self; });
+  return {std::move(monitor), *record.creator, state_dir, id};
+}
+
+// What gpuslice-shim would say of NVML it could not load, where it would.
+void say_in_shim_log(const std::string &log_file, const std::string &line) {
+  if (log_file.empty())
+    return;
+  if (FILE *log = std::fopen(log_file.c_str(), "ae")) {
+    std::fprintf(log, "%s\n", line.c_str());
+    std::fclose(log);
+  }
+}
+
+// The value after `flag` in `args`, or "".
+std::string arg_after(const std::vector<std::string> &args, const std::string &flag) {
+  auto at = std::find(args.begin(), args.end(), flag);
+  return at == args.end() || std::next(at) == args.end() ? std::string() : *std::next(at);
+}
+
+// Once the lock is released: detaches this process (its log let go) and
+// runs the loop until the container ends, exec'ing gpuslice-shim at the
+// first interval. Returns when the container has ended and its state dir
+// is removed; a failed exec is one line in gpuslice-shim's log file (when
+// there is one), and the loop goes on without the driver's accounting, as
+// gpuslice-shim's does without NVML.
+void run_monitor_in_place(MonitorInPlace in_place) {
+  create::PendingMonitor &m = in_place.monitor;
+  shim::MonitorSetup &setup = m.setup;
+  log::close();
+  shim::detach_in_place(setup);
+  std::set<int> connected;
+  setup.on_connect = [&connected](int pid) { connected.insert(pid); };
+  setup.cleanup = [&in_place] {
+    try {
+      state::remove_container_dir(in_place.state_dir, in_place.id, in_place.creator);
+    } catch (const Error &) {
+      // the next create, or the delete that follows, removes it
+    }
+  };
+  setup.hand_over_at_first_interval = true;
+  while (shim::run_monitor(setup) == shim::MonitorEnd::handed_over) {
+    std::vector<std::string> args = m.args;
+    args.insert(args.end(), {"--connected", create::still_running(connected)});
+    const int error = shim::exec_in_place(setup, m.program, args);
+    say_in_shim_log(arg_after(m.args, "--log-file"),
+                    "gpuslice-shim container " + in_place.id + ": cannot execute " + quote(m.program) + ": " +
+                        std::strerror(error) + ": GPU memory is enforced by the interposer alone");
+    setup.hand_over_at_first_interval = false;
+  }
+}
+
 // The monitor this process is to become, once the lock is let go: taken
 // here, under it (a restart that saw the init but no monitor would start a
-// second one).
-std::optional<create::MonitorInPlace> record_or_clean_up(Recorder &r) {
+// second one). `dir`: the state dir as the create left it, locked.
+std::optional<MonitorInPlace> record_or_clean_up(Recorder &r, const state::ContainerDir &dir) {
   const auto me = state::process_id(static_cast<int>(::getpid()));
   // The init is a process started after runc (this process's pid): a pid
   // file, or a container of this id, naming an older one is another
@@ -214,11 +319,10 @@ std::optional<create::MonitorInPlace> record_or_clean_up(Recorder &r) {
     return std::nullopt;
   }
   try {
-    const state::ContainerDir dir = state::record_init(r.state_dir, r.id, *pid);
-    // the dir is locked: the caller took the lock, this process holds it
-    return create::take_monitor(std::move(*r.monitor), dir, r.state_dir, r.id);
+    state::record_init(dir, r.id, *pid);
+    return take_monitor(std::move(*r.monitor), dir, r.state_dir, r.id);
   } catch (const Error &e) {
-    fail_closed(r, me, e.message());
+    fail_closed(r, dir, me, e.message());
   }
   return std::nullopt;
 }
@@ -237,21 +341,25 @@ GPUSLICE_RAW_ONLY int record_after_runtime(void *arg) {
   // The caller's process is gone: from here on this memory is ours.
   if (r.exec_started.load(std::memory_order_acquire)) {
     ::sigprocmask(SIG_SETMASK, &r.caller_mask, nullptr);
-    std::optional<create::MonitorInPlace> monitor;
-    try {
-      monitor = record_or_clean_up(r);
-    } catch (const std::exception &e) {
-      spdlog::error("container {}: {}", r.id, e.what());
+    std::optional<MonitorInPlace> monitor;
+    {
+      // This process's copy of the create's descriptor, which holds the
+      // lock: closed as this scope ends, once decided (a start waiting on
+      // it goes on then).
+      const state::ContainerDir dir{r.dir_path, UniqueFd(r.dir_fd)};
+      try {
+        monitor = record_or_clean_up(r, dir);
+      } catch (const std::exception &e) {
+        spdlog::error("container {}: {}", r.id, e.what());
+      }
     }
-    // Decided: a start waiting on it goes on now.
-    ::close(r.dir_lock);
     // The create's tidying, left to this process (the bundle is as given:
     // this process has a copy of the caller's cwd, taken at the clone).
-    create::tidy_bundle(r.bundle);
+    tidy_bundle(r.bundle);
     log::flush();
     if (monitor) {
       try {
-        create::run_monitor_in_place(std::move(*monitor));
+        run_monitor_in_place(std::move(*monitor));
       } catch (const std::exception &) {
         // Detaching failed (its log let go already: said nowhere). The
         // record names a process that goes now, and the next call that
@@ -305,9 +413,10 @@ void exec_recording_init(const std::string &runtime, const CommandLine &cl, cons
   // Held by the recorder (its copy of this fd) until the create is decided:
   // a create of the same id waits for it (state::create_container_dir).
   // Released here as this returns or throws, and in runc as it is exec'd.
-  state::lock_container_dir(state_dir);
+  state::lock(state_dir);
   r.creator_pidfd = pidfd.get();
-  r.dir_lock = state_dir.fd.get();
+  r.dir_path = state_dir.path;
+  r.dir_fd = state_dir.fd.get();
   sigset_t all;
   ::sigfillset(&all);
   ::sigprocmask(SIG_SETMASK, &all, &r.caller_mask); // no handler runs in the recorder
@@ -333,6 +442,48 @@ void exec_recording_init(const std::string &runtime, const CommandLine &cl, cons
   ::execv(runtime.c_str(), argv.data());
   r.exec_started.store(false, std::memory_order_release);
   throw system_error("cannot execute " + quote(runtime));
+}
+
+void exec_create(const std::string &runtime, const CommandLine &cl, const Config &config,
+                 state::ContainerDir state_dir) {
+  const auto me = state::process_id(static_cast<int>(::getpid()));
+  state_dir = {}; // closed: nothing holds it open while the container lives
+  try {
+    exec_runtime(runtime, cl.args);
+  } catch (const Error &) {
+    state::remove_container_dir(config.state_dir, cl.container_id, me);
+    throw;
+  }
+}
+
+int create_recording_init(const std::string &runtime, const CommandLine &cl, const Config &config,
+                          const std::string &pid_file, create::PendingMonitor monitor) {
+  const auto me = state::process_id(static_cast<int>(::getpid()));
+  const int status = run_runtime(runtime, cl.args, ChildEnds::with_parent);
+  if (status != 0) {
+    // the dir this process made, not one a later create of the id made since
+    state::remove_container_dir(config.state_dir, cl.container_id, me);
+    return status;
+  }
+  try {
+    const auto init_pid = shim::read_pid_file(pid_file);
+    if (!init_pid)
+      throw Error("the runtime's pid file " + quote(pid_file) + " is missing or holds no pid");
+    const auto dir = state::open_container_dir(config.state_dir, cl.container_id);
+    if (!dir)
+      throw Error("its state dir is gone");
+    // Under the dir's lock from before the record: a restart that saw the
+    // init but no monitor yet would start a second one.
+    state::lock(*dir);
+    state::record_init(*dir, cl.container_id, *init_pid);
+    create::launch_monitor(std::move(monitor), *dir);
+  } catch (const Error &e) {
+    (void)run_runtime(runtime, cl.with_global_flags({"delete", "--force", cl.container_id}), ChildEnds::with_parent);
+    state::remove_container_dir(config.state_dir, cl.container_id, me);
+    throw Error("cannot record the init of container " + quote(cl.container_id) +
+                " or start its monitor (deleted again): " + e.message());
+  }
+  return 0;
 }
 
 } // namespace gpuslice::runtime

@@ -40,10 +40,13 @@ std::optional<ContainerLabels> container_labels(const std::optional<std::string>
 }
 
 Labeler::Labeler(System &system, Mode mode, std::optional<ContainerLabels> labels)
+    : Labeler(system, mode, std::move(labels), mode != Mode::off && labels && system.enabled()) {}
+
+Labeler::Labeler(System &system, Mode mode, std::optional<ContainerLabels> labels, bool kernel_has_selinux)
     : system_(&system), labels_(std::move(labels)) {
   if (mode == Mode::off || !labels_)
     return;
-  kernel_ = system.enabled();
+  kernel_ = kernel_has_selinux;
   active_ = kernel_ || mode == Mode::on;
 }
 

@@ -149,14 +149,13 @@ std::string Enforcer::status_json() const {
 }
 
 void Enforcer::write_status() {
-  if (setup_.status_file.empty())
+  if (!setup_.report)
     return;
   std::string json = status_json();
   if (json == written_)
     return;
   try {
-    // no fsync: the file does not outlive its container (and is on a tmpfs)
-    fs::write_file_atomic(setup_.status_file, json, 0644, fs::Durability::atomic);
+    setup_.report(json);
     written_ = std::move(json);
   } catch (const Error &) {
     // the container's state dir is gone: it is ending

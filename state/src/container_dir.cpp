@@ -15,20 +15,12 @@
 #include <climits>
 #include <cstring>
 #include <ctime>
-#include <cstdio>
 
 namespace gpuslice::state {
 
 namespace {
 
-constexpr const char *kCreator = kCreatorRecord;
-constexpr const char *kInit = kInitRecord;
-constexpr const char *kFormat = "format";
-constexpr std::string_view kFormatPrefix = "gpuslice-state ";
 constexpr std::string_view kTempPrefix = ".new-";
-// What fstat says of a file of /proc: no size (so read_stat_fd reads in
-// chunks), and not asked (one system call less).
-const struct stat kSizeUntold {};
 
 void check_id(const std::string &id) {
   if (!is_safe_container_id(id))
@@ -94,9 +86,9 @@ UniqueFd open_containers(const std::string &state_dir, bool create) {
   UniqueFd dir = open_or_make_state_dir(state);
   if (state != "/") // never chmod the root directory
     secure(dir.get(), state); // the state dir: root's alone, whoever made it
-  UniqueFd containers = open_dir_at(dir.get(), "containers");
+  UniqueFd containers = open_dir_at(dir.get(), GS_STATE_CONTAINERS);
   if (!containers && errno == ENOENT)
-    containers = open_or_make_dir(dir.get(), "containers", cleaned);
+    containers = open_or_make_dir(dir.get(), GS_STATE_CONTAINERS, cleaned);
   if (!containers)
     throw system_error("cannot open " + quote(cleaned));
   secure(containers.get(), cleaned);
@@ -118,84 +110,18 @@ UniqueFd locked(UniqueFd dir, const std::string &path) {
   return dir;
 }
 
-// Container dir `id`, which must be there (nothing is created). Throws Error.
-ContainerDir open_existing(const std::string &state_dir, const std::string &id) {
-  check_id(id);
-  const std::string path = fs::clean_path(state_dir) + "/containers/" + id;
-  UniqueFd containers = open_containers(state_dir, false);
-  UniqueFd dir = containers ? open_dir_at(containers.get(), id) : UniqueFd();
-  if (!dir)
-    throw system_error("cannot open " + quote(path));
-  return {path, std::move(dir)};
-}
-
-std::string format(const ProcessId &p) { return to_text(p) + "\n"; }
-
-std::optional<ProcessId> read_record(int dir_fd, const char *name) {
-  UniqueFd fd(::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-  if (!fd)
-    return std::nullopt;
-  char buf[64];
-  ssize_t n = ::read(fd.get(), buf, sizeof buf);
-  if (n <= 0)
-    return std::nullopt;
-  std::string_view text(buf, static_cast<std::size_t>(n));
-  if (text.back() == '\n') // as format writes it
-    text.remove_suffix(1);
-  return parse_process_id(text);
-}
-
-// `name` of `dir_fd` replaced by a file holding `text`: a reader sees the
-// old text or the new, never a part.
-void write_text(int dir_fd, const char *name, const std::string &text, const std::string &shown) {
-  const std::string tmp = std::string(".") + name + ".tmp";
-  UniqueFd fd(::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-    throw system_error("cannot write " + quote(shown + "/" + name));
-  fd.reset();
-  if (::renameat(dir_fd, tmp.c_str(), dir_fd, name) != 0)
-    throw system_error("cannot write " + quote(shown + "/" + name));
-}
-
-// "gpuslice-state N\n", N > 0.
-std::optional<int> parse_format_record(std::string_view text) {
-  if (text.size() <= kFormatPrefix.size() + 1 || text.substr(0, kFormatPrefix.size()) != kFormatPrefix ||
-      text.back() != '\n')
-    return std::nullopt;
-  const auto digits = text.substr(kFormatPrefix.size(), text.size() - kFormatPrefix.size() - 1);
-  int number = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
-  if (ec != std::errc() || end != digits.data() + digits.size() || number <= 0)
-    return std::nullopt;
-  return number;
-}
-
-void write_record(int dir_fd, const char *name, const ProcessId &p, const std::string &shown) {
-  write_text(dir_fd, name, format(p), shown);
-}
-
-// Whether the process the pid file of `init-pid-file` names runs and
-// started no earlier than `creator`: the init that the creator's runtime
-// started. No record, no pid file (the runtime failed before writing it)
-// or one that holds no pid: not.
-bool init_of_pid_file_runs(int dir_fd, const ProcessId &creator) {
-  UniqueFd f(::openat(dir_fd, kInitPidFileRecord, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-  if (!f)
-    return false;
-  char path[PATH_MAX + 1];
-  const ssize_t n = ::read(f.get(), path, sizeof path);
-  if (n < 2 || n > PATH_MAX || path[0] != '/' || path[n - 1] != '\n' ||
-      std::memchr(path, '\0', static_cast<std::size_t>(n)) || std::memchr(path, '\n', static_cast<std::size_t>(n - 1)))
-    return false;
-  path[n - 1] = '\0';
+// Whether the process that `pid_file` names runs and started no earlier
+// than `creator`: the init that the creator's runtime started. No pid file
+// (the runtime failed before writing it) or one that holds no pid: not.
+bool init_of_pid_file_runs(const std::string &pid_file, const ProcessId &creator) {
   // No exception for a file that is missing (a create that failed): the
-  // first throw in a static binary costs milliseconds (process_id).
-  const UniqueFd pid_file(::open(path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC));
+  // first throw in a static binary sets up the unwinder.
+  const UniqueFd f(::open(pid_file.c_str(), O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
-  if (!pid_file || ::fstat(pid_file.get(), &st) != 0 || !S_ISREG(st.st_mode))
+  if (!f || ::fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode))
     return false;
   char text[65];
-  const ssize_t got = ::read(pid_file.get(), text, sizeof text);
+  const ssize_t got = ::read(f.get(), text, sizeof text);
   const auto pid = got > 0 && got < static_cast<ssize_t>(sizeof text)
                        ? parse_pid_text(std::string_view(text, static_cast<std::size_t>(got)))
                        : std::nullopt;
@@ -203,15 +129,14 @@ bool init_of_pid_file_runs(int dir_fd, const ProcessId &creator) {
   return init && init->start_time >= creator.start_time;
 }
 
-// Live: its init (once recorded), else its creator, still runs, else the
-// init its pid file names (kInitPidFileRecord). A directory without either
-// record is some other program's: left alone.
-bool is_live(int dir_fd) {
-  if (auto init = read_record(dir_fd, kInit))
-    return process_alive(*init);
-  if (auto creator = read_record(dir_fd, kCreator))
-    return process_alive(*creator) || init_of_pid_file_runs(dir_fd, *creator);
-  return true;
+// Whether the dir open as `dir_fd` is live; one whose record cannot be
+// read is (left alone, never taken for stale).
+bool dir_is_live(int dir_fd, const std::string &shown) {
+  try {
+    return is_live(read_record(dir_fd, shown));
+  } catch (const Error &) {
+    return true;
+  }
 }
 
 void remove_dir_at(int parent, const std::string &name, const std::string &shown) {
@@ -266,88 +191,23 @@ bool is_safe_container_id(std::string_view id) {
   return true;
 }
 
-int read_state_format(int dir_fd, const std::string &shown) {
-  UniqueFd fd(::openat(dir_fd, kFormat, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-  if (!fd) {
-    if (errno == ENOENT)
-      return 1; // written before the record existed: format 1's layout
-    throw system_error("cannot open " + quote(shown + "/" + kFormat));
-  }
-  char buf[64];
-  const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-  const auto number = parse_format_record(std::string_view(buf, n > 0 ? static_cast<std::size_t>(n) : 0));
-  if (!number)
-    throw Error(quote(shown + "/" + kFormat) + " is not \"" + std::string(kFormatPrefix) + "N\"");
-  if (*number > kStateFormat)
-    throw Error("state " + quote(shown) + " has format " + std::to_string(*number) +
-                ", written by a newer gpuslice; this one reads formats up to " + std::to_string(kStateFormat) +
-                " (downgraded under running containers? stop them or reinstall the newer version)");
-  return *number;
+std::string container_dir_path(const std::string &state_dir, const std::string &id) {
+  return fs::clean_path(state_dir) + "/" + GS_STATE_CONTAINERS + "/" + id;
 }
 
-std::optional<ProcessId> process_id(int pid) {
-  if (pid <= 0)
-    return std::nullopt;
-  // This process's own, asked for by each record it writes of itself
-  // (~10 us a read of /proc on a small VM): read once. A forked child has
-  // another pid, so it reads its own.
-  static std::optional<ProcessId> self;
-  const bool is_self = pid == static_cast<int>(::getpid());
-  if (is_self && self && self->pid == pid)
-    return self;
-  // No exception for a process that is gone, the usual answer (delete,
-  // stale collection): the first throw in a static binary costs
-  // milliseconds of unwinder set-up.
-  const UniqueFd f(::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC));
-  if (!f)
-    return std::nullopt;
-  std::string stat;
-  try {
-    stat = fs::read_stat_fd(f.get(), kSizeUntold, "/proc/PID/stat", 4096);
-  } catch (const Error &) {
-    return std::nullopt;
-  }
-  // "PID (COMM) STATE PPID ...": COMM may hold anything, ')' included, so
-  // fields are counted from the last ')'.
-  const auto close = stat.rfind(')');
-  if (close == std::string::npos)
-    return std::nullopt;
-  std::vector<std::string> fields = split(std::string_view(stat).substr(close + 1), ' ', EmptyParts::skip);
-  // fields[0] is field 3 (state); the start time is field 22.
-  if (fields.size() < 20 || fields[0] == "Z" || fields[0] == "X")
-    return std::nullopt; // a zombie has ended
-  ProcessId p{pid, 0};
-  std::from_chars(fields[19].data(), fields[19].data() + fields[19].size(), p.start_time);
-  if (is_self)
-    self = p;
-  return p;
+bool is_live(const Record &record) {
+  if (record.init)
+    return process_alive(*record.init);
+  if (record.creator)
+    return process_alive(*record.creator) ||
+           (!record.init_pid_file.empty() && init_of_pid_file_runs(record.init_pid_file, *record.creator));
+  return true;
 }
 
-std::string to_text(const ProcessId &p) { return std::to_string(p.pid) + " " + std::to_string(p.start_time); }
-
-std::optional<ProcessId> parse_process_id(std::string_view text) {
-  const auto space = text.find(' ');
-  if (space == std::string_view::npos)
-    return std::nullopt;
-  ProcessId p;
-  const std::string_view pid = text.substr(0, space), start = text.substr(space + 1);
-  auto [pe, pec] = std::from_chars(pid.data(), pid.data() + pid.size(), p.pid);
-  auto [se, sec] = std::from_chars(start.data(), start.data() + start.size(), p.start_time);
-  if (pec != std::errc() || pe != pid.data() + pid.size() || p.pid <= 0 || sec != std::errc() ||
-      se != start.data() + start.size())
-    return std::nullopt;
-  return p;
-}
-
-bool process_alive(const ProcessId &p) {
-  auto now = process_id(p.pid);
-  return now && now->start_time == p.start_time;
-}
-
-ContainerDir create_container_dir(const std::string &state_dir, const std::string &id) {
+ContainerDir create_container_dir(const std::string &state_dir, const std::string &id, Record record) {
   check_id(id);
   UniqueFd containers = open_containers(state_dir, true);
-  const std::string path = fs::clean_path(state_dir) + "/containers/" + id;
+  const std::string path = container_dir_path(state_dir, id);
   for (bool waited = false;; waited = true) {
     UniqueFd existing = open_dir_at(containers.get(), id);
     if (!existing) {
@@ -355,31 +215,37 @@ ContainerDir create_container_dir(const std::string &state_dir, const std::strin
         throw system_error("cannot open " + quote(path));
       break;
     }
-    if (!is_live(existing.get())) {
+    std::optional<Record> theirs;
+    try {
+      theirs = read_record(existing.get(), path);
+    } catch (const Error &) {
+      // unreadable: live, and refused below
+    }
+    if (theirs && !is_live(*theirs)) {
       remove_judged_dir(containers.get(), id, existing.get(), path); // another's now: the rename below says so
       break;
     }
     // A create of a container with limits still deciding (no init yet)
-    // holds the dir's lock until its runtime has said yes or no (shim's
-    // init recorder): waited for once, so that a create retried at once
-    // after a failed one is not refused. (One without limits holds none:
-    // its dir is stale as soon as its runtime has exited without a pid file.)
-    if (waited || read_record(existing.get(), kInit))
+    // holds the dir's lock until its runtime has said yes or no (the init
+    // recorder): waited for once, so that a create retried at once after
+    // a failed one is not refused. (One without limits holds none: its dir
+    // is stale as soon as its runtime has exited without a pid file.)
+    if (waited || !theirs || theirs->init)
       throw Error("container id " + quote(id) + " is already in use (state " + quote(path) +
                   "): a second container cannot take it over");
-    (void)locked(std::move(existing), path);
+    lock_exclusive(existing.get(), path);
   }
   const auto me = process_id(static_cast<int>(::getpid()));
   if (!me)
     throw Error("cannot read this process's start time from /proc");
+  record.creator = *me;
   const std::string temp = std::string(kTempPrefix) + std::to_string(me->pid) + "-" + id;
   remove_dir_at(containers.get(), temp, path); // our own leftover (pid reuse)
   UniqueFd dir = open_or_make_dir(containers.get(), temp, path);
   secure(dir.get(), path);
   try {
     // Written in place: no one reads a temporary before it is renamed.
-    fs::create_file_at(dir.get(), kFormat, std::string(kFormatPrefix) + std::to_string(kStateFormat) + "\n", 0600, path);
-    fs::create_file_at(dir.get(), kCreator, format(*me), 0600, path);
+    write_record(dir.get(), record, path);
     if (::syscall(SYS_renameat2, containers.get(), temp.c_str(), containers.get(), id.c_str(), RENAME_NOREPLACE) != 0)
       throw errno == EEXIST ? Error("container id " + quote(id) + " is already in use (state " + quote(path) + ")")
                             : system_error("cannot create " + quote(path));
@@ -390,31 +256,50 @@ ContainerDir create_container_dir(const std::string &state_dir, const std::strin
   return {path, std::move(dir)};
 }
 
-void hand_over_creation(const ContainerDir &dir, const ProcessId &from, const ProcessId &to) {
-  if (read_record(dir.fd.get(), kCreator) != from)
-    throw Error("container dir " + quote(dir.path) + " was not created by process " + std::to_string(from.pid));
-  write_record(dir.fd.get(), kCreator, to, dir.path);
-}
-
-ContainerDir record_init(const std::string &state_dir, const std::string &id, int init_pid) {
+std::optional<ContainerDir> open_container_dir(const std::string &state_dir, const std::string &id) {
   check_id(id);
-  const std::string path = fs::clean_path(state_dir) + "/containers/" + id;
-  UniqueFd containers = open_containers(state_dir, true);
+  const std::string path = container_dir_path(state_dir, id);
+  UniqueFd containers = open_containers(state_dir, false);
+  if (!containers)
+    return std::nullopt;
   UniqueFd dir = open_dir_at(containers.get(), id);
   if (!dir) {
-    if (errno != ENOENT)
-      throw system_error("cannot open " + quote(path));
-    ContainerDir created = create_container_dir(state_dir, id);
-    dir = std::move(created.fd);
+    if (errno == ENOENT || errno == ELOOP || errno == ENOTDIR)
+      return std::nullopt;
+    throw system_error("cannot open " + quote(path));
   }
-  read_state_format(dir.get(), path);
+  return ContainerDir{path, std::move(dir)};
+}
+
+void lock(const ContainerDir &dir) { lock_exclusive(dir.fd.get(), dir.path); }
+
+Record update_record(const ContainerDir &dir, const std::function<void(Record &)> &change) {
+  lock(dir);
+  Record r = read_record(dir.fd.get(), dir.path);
+  change(r);
+  write_record(dir.fd.get(), r, dir.path);
+  r.format = kStateFormat;
+  return r;
+}
+
+void hand_over_creation(const ContainerDir &dir, const ProcessId &from, const ProcessId &to) {
+  update_record(dir, [&](Record &r) {
+    if (r.creator != from)
+      throw Error("container dir " + quote(dir.path) + " was not created by process " + std::to_string(from.pid));
+    r.creator = to;
+  });
+}
+
+void record_init(const ContainerDir &dir, const std::string &id, int init_pid) {
   const auto init = process_id(init_pid);
   if (!init)
     throw Error("container " + quote(id) + ": init process " + std::to_string(init_pid) + " is not running");
-  if (auto recorded = read_record(dir.get(), kInit); recorded && !(*recorded == *init) && process_alive(*recorded))
-    throw Error("container id " + quote(id) + " is already in use by init process " + std::to_string(recorded->pid));
-  write_record(dir.get(), kInit, *init, path);
-  return {path, std::move(dir)};
+  update_record(dir, [&](Record &r) {
+    if (r.init && !(*r.init == *init) && process_alive(*r.init))
+      throw Error("container id " + quote(id) + " is already in use by init process " + std::to_string(r.init->pid));
+    r.init = *init;
+    r.status = Status::running;
+  });
 }
 
 bool container_dir_exists(const std::string &state_dir, const std::string &id) {
@@ -433,7 +318,15 @@ void remove_container_dir(const std::string &state_dir, const std::string &id,
   const std::string path = fs::clean_path(state_dir) + "/containers/" + id;
   if (created_by) {
     UniqueFd dir = open_dir_at(containers.get(), id);
-    if (dir && read_record(dir.get(), kCreator) == created_by)
+    if (!dir)
+      return;
+    std::optional<ProcessId> creator;
+    try {
+      creator = read_record(dir.get(), path).creator;
+    } catch (const Error &) {
+      return; // not this process's record
+    }
+    if (creator == created_by)
       remove_judged_dir(containers.get(), id, dir.get(), path);
     return;
   }
@@ -448,7 +341,7 @@ bool remove_if_stale(const std::string &state_dir, const std::string &id) {
   UniqueFd dir = open_dir_at(containers.get(), id);
   if (!dir)
     return errno == ENOENT;
-  if (is_live(dir.get()))
+  if (dir_is_live(dir.get(), container_dir_path(state_dir, id)))
     return false;
   remove_judged_dir(containers.get(), id, dir.get(), fs::clean_path(state_dir) + "/containers/" + id);
   return true;
@@ -457,13 +350,6 @@ bool remove_if_stale(const std::string &state_dir, const std::string &id) {
 UniqueFd lock_containers(const std::string &state_dir) {
   return locked(open_containers(state_dir, true), fs::clean_path(state_dir) + "/containers");
 }
-
-UniqueFd lock_container_dir(const std::string &state_dir, const std::string &id) {
-  ContainerDir dir = open_existing(state_dir, id);
-  return locked(std::move(dir.fd), dir.path);
-}
-
-void lock_container_dir(const ContainerDir &dir) { lock_exclusive(dir.fd.get(), dir.path); }
 
 std::vector<NamedDir> open_container_dirs(const std::string &state_dir) {
   std::vector<NamedDir> dirs;
@@ -499,7 +385,7 @@ std::vector<std::string> collect_stale(const std::string &state_dir) {
       if (!is_safe_container_id(name))
         continue;
       UniqueFd dir = open_dir_at(containers.get(), name);
-      if (!dir || is_live(dir.get()))
+      if (!dir || dir_is_live(dir.get(), base + name))
         continue;
       remove_judged_dir(containers.get(), name, dir.get(), base + name);
       removed.push_back(name);
@@ -513,7 +399,7 @@ std::vector<std::string> collect_stale(const std::string &state_dir) {
 std::vector<std::string> collect_stale_now_and_then(const std::string &state_dir, std::chrono::seconds interval) {
   if (!fs::is_absolute(state_dir))
     throw Error("state dir " + quote(state_dir) + " is not absolute");
-  const std::string marker = fs::clean_path(state_dir) + "/" + kStaleCollectedRecord;
+  const std::string marker = fs::clean_path(state_dir) + "/" + kStaleCollected;
   // The system call, not the vDSO's clock_gettime: a create asks the time
   // nowhere else, and the vDSO's first call faults in its data page (which
   // cannot be mapped in beforehand) and a page of its code, ~20 us on a VM
@@ -550,8 +436,6 @@ void remove_contents(int dir_fd, const std::string &shown) {
   }
 }
 
-std::optional<ProcessId> read_process_record(int dir_fd, const char *name) { return read_record(dir_fd, name); }
-
 std::optional<std::string> read_state_file(int dir_fd, const char *name) {
   constexpr std::size_t kMaxStateFile = 64 * 1024;
   // O_NONBLOCK: a FIFO planted there must not hang the reader
@@ -559,10 +443,6 @@ std::optional<std::string> read_state_file(int dir_fd, const char *name) {
   if (!f)
     return std::nullopt;
   return fs::read_fd(f.get(), name, kMaxStateFile);
-}
-
-void write_process_record(int dir_fd, const char *name, const ProcessId &p, const std::string &shown) {
-  write_record(dir_fd, name, p, shown);
 }
 
 } // namespace gpuslice::state

@@ -193,6 +193,28 @@ PR_SET_CHILD_SUBREAPER = 36
 _subreaper = False
 
 
+def state_record(container_dir: Path) -> dict:
+    """A container's record in its state dir (state/record.hpp), {} when it
+    has none (yet, or any more)."""
+    try:
+        return json.loads((container_dir / "state.json").read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def process_text(record: dict, key: str) -> str | None:
+    """A process of the record as "PID STARTTIME", None when absent."""
+    p = record.get(key)
+    return f"{p['pid']} {p['start_time']}" if p else None
+
+
+def write_state_record(container_dir: Path, record: dict) -> None:
+    """Replaces the record as the state library does (a rename)."""
+    tmp = container_dir / ".state.json.test"
+    tmp.write_text(json.dumps(record))
+    os.replace(tmp, container_dir / "state.json")
+
+
 def become_subreaper() -> None:
     """Make this process the reaper of orphans: a container's init, forked by
     `runtime create` which then exits, becomes our child and we can waitpid()

@@ -258,7 +258,7 @@ def test_dra_and_device_plugin_containers_get_their_devices(node):
         pause = node.bundle_config(pod.id)
         assert "gpuslice-hook" not in json.dumps(pause) and "/dev/nvidia" not in json.dumps(pause)
         assert not (node.state / "containers" / pod.id).exists()
-        assert (node.state / "containers" / dra / "init-pid-file").read_text().endswith("/init.pid\n")
+        assert ocitest.state_record(node.state / "containers" / dra)["init_pid_file"].endswith("/init.pid")
 
 
 def test_cdi_edits_are_applied_once_whoever_applies_them(node):

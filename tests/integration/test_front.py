@@ -161,7 +161,7 @@ def test_a_create_that_may_ask_for_a_device_is_the_full_programs(gpuslice_runtim
         bundle.config_path.write_text(text)
         one = f"{cid}-{n}"
         assert_took("full", rt, log, *create_args(bundle, one), prefix=QUIET)
-        assert (gpuslice_state_dir / "containers" / one / "cdi-env").exists(), spelling  # the device is in
+        assert ocitest.state_record(gpuslice_state_dir / "containers" / one)["cdi_env"], spelling  # the device is in
         rt.delete(one, force=True)
     # a device named in linux.devices, and a limit in the env
     bundle.spec["annotations"].pop(ANNOTATION)

@@ -75,12 +75,23 @@ def text(path: Path) -> str:
     return path.read_text() if path.exists() else ""
 
 
+def usage_of(state: Path, cid: str) -> dict:
+    """What the container's monitor last reported, in its record."""
+    return ocitest.state_record(state / "containers" / cid).get("usage", {})
+
+
+def drop_usage(state: Path, cid: str) -> None:
+    """The report taken out of the record: what comes next is a new one's."""
+    record = ocitest.state_record(state / "containers" / cid)
+    record.pop("usage", None)
+    ocitest.write_state_record(state / "containers" / cid, record)
+
+
 def status_when(state: Path, cid: str, key: str) -> dict:
-    """The container's status file once `key` is counted (it is written
-    right after the log line)."""
-    path = state / "containers" / cid / "status"
-    status = wait_for(lambda: path.exists() and json.loads(path.read_text()).get(key) and json.loads(path.read_text()))
-    assert status, text(path)
+    """The container's report once `key` is counted (it is written right
+    after the log line)."""
+    status = wait_for(lambda: usage_of(state, cid).get(key) and usage_of(state, cid))
+    assert status, usage_of(state, cid)
     return status
 
 
@@ -178,14 +189,13 @@ def test_status_reports_usage_and_the_compute_share(sharing_runtime, test_tmp, s
     bundle.write()
     rt.create(bundle, cid)
     rt.start(cid)
-    path = state / "containers" / cid / "status"
 
     def busy_status():
-        status = json.loads(text(path) or "{}")
+        status = usage_of(state, cid)
         gpu = status.get("gpus", {}).get(FAKE_UUID0, {})
         return status if gpu.get("sm_percent", 0) > 40 and gpu.get("used_nvml") == 16 << 20 else None
     status = wait_for(busy_status)
-    assert status, text(path)
+    assert status, usage_of(state, cid)
     gpu = status["gpus"][FAKE_UUID0]
     assert gpu["used_interposer"] == 16 << 20 and gpu["sm_percent"] <= 100, status
     assert len(gpu["processes"]) == 1 and status["container"] == cid and status["killed"] == 0, status
@@ -242,14 +252,13 @@ def test_a_sigkilled_process_usage_is_reclaimed(sharing_runtime, test_tmp, spec_
                          "/bin/share_test kernel 60 200 & holder=$!; wait $holder; echo holder-exit $?; "
                          f"while [ ! -e {go} ]; do sleep 0.05; done; "
                          "/bin/probe dlsym alloc 200Mi ok 256Mi; echo probe-exit $?")
-    path = state / "containers" / cid / "status"
 
     def gpu_view():
-        return json.loads(text(path) or "{}").get("gpus", {}).get(FAKE_UUID0, {})
+        return usage_of(state, cid).get("gpus", {}).get(FAKE_UUID0, {})
     held = wait_for(lambda: gpu_view().get("used_interposer") == 200 << 20 and gpu_view().get("processes"))
-    assert held, text(path)
+    assert held, usage_of(state, cid)
     os.kill(held[0], signal.SIGKILL)
-    assert wait_for(lambda: gpu_view().get("used_interposer") == 0), text(path)
+    assert wait_for(lambda: gpu_view().get("used_interposer") == 0), usage_of(state, cid)
     go.touch()
     assert ocitest.wait_pid(init, 30) == 0
     out = (bundle.path / f"{cid}.out").read_text()
@@ -271,7 +280,7 @@ def test_the_monitor_in_place_hands_its_processes_over_to_gpuslice_shim(sharing_
     conf.write_text(conf.read_text().replace('interval = "100ms"', 'interval = "4s"'))
     ocitest.copy_with_libs(built("GPUSLICE_SHARE_TEST"), bypass_rootfs, "/bin/share_test")
     bundle, init = start(rt, test_tmp, spec_template, bypass_rootfs, cid, "/bin/share_test kernel 60 200")
-    monitor = wait_for(lambda: (state / "containers" / cid / "monitor").exists() and monitor_of(state, cid))
+    monitor = wait_for(lambda: monitor_of(state, cid))
     # the holder's usage in the driver's accounting: it took the region first
     assert wait_for(lambda: any(driver_accounting.iterdir()))
     cgroup = text(Path(f"/proc/{init}/cgroup"))
@@ -282,20 +291,20 @@ def test_the_monitor_in_place_hands_its_processes_over_to_gpuslice_shim(sharing_
     assert wait_for(lambda: monitor in ocitest.monitors()), "not exec'd at the first interval"
     argv = ocitest.monitors()[monitor]
     assert str(holder) in argv[argv.index("--connected") + 1].split(","), argv
-    path = state / "containers" / cid / "status"
 
     def checked():
-        status = json.loads(text(path) or "{}")
+        status = usage_of(state, cid)
         return status if status.get("gpus", {}).get(FAKE_UUID0, {}).get("used_nvml") == 200 << 20 else None
     status = wait_for(checked)
-    assert status and status["nvml"] and status["bypasses"] == 0, text(path)
+    assert status and status["nvml"] and status["bypasses"] == 0, usage_of(state, cid)
     assert "bypass" not in text(log), text(log)
     rt.delete(cid, force=True)
 
 
-def monitor_of(state: Path, cid: str) -> int:
-    """The pid the container's gpuslice-shim recorded."""
-    return int((state / "containers" / cid / "monitor").read_text().split()[0])
+def monitor_of(state: Path, cid: str) -> int | None:
+    """The pid of the container's monitor, as its record names it."""
+    monitor = ocitest.state_record(state / "containers" / cid).get("monitor")
+    return monitor["pid"] if monitor else None
 
 
 def kill_monitor(state: Path, cid: str) -> int:
@@ -324,23 +333,22 @@ def test_a_killed_monitor_is_started_again_on_the_same_region(sharing_runtime, t
                          "/bin/share_test kernel 60 200 & holder=$!; "
                          f"while [ ! -e {go} ]; do sleep 0.05; done; "
                          "/bin/hostile_test alloc 100; echo refused-exit $?; kill $holder")
-    path = state / "containers" / cid / "status"
 
     def used():
-        return json.loads(text(path) or "{}").get("gpus", {}).get(FAKE_UUID0, {}).get("used_interposer")
-    assert wait_for(lambda: used() == 200 << 20), text(path)
+        return usage_of(state, cid).get("gpus", {}).get(FAKE_UUID0, {}).get("used_interposer")
+    assert wait_for(lambda: used() == 200 << 20), usage_of(state, cid)
     old = kill_monitor(state, cid)
-    path.unlink()  # what the new one writes, below
+    drop_usage(state, cid)  # what the new one writes, below
     rt.run("state", cid)
     new = monitor_of(state, cid)
     assert new != old and Path(f"/proc/{new}").exists()
     runtime_log = text(test_tmp / "log" / "gpuslice-runtime.log")
     assert (f"gpuslice-shim of container {cid} was gone (pid {old}): started another (pid {new}) "
             "on the same usage region") in runtime_log, runtime_log
-    assert wait_for(lambda: used() == 200 << 20), text(path)
+    assert wait_for(lambda: used() == 200 << 20), usage_of(state, cid)
     # the holder took the region from the old one: not a bypass
-    status = json.loads(text(path))
-    assert status["nvml"] and status["bypasses"] == 0 and "bypass" not in text(log), text(path) + text(log)
+    status = usage_of(state, cid)
+    assert status["nvml"] and status["bypasses"] == 0 and "bypass" not in text(log), str(status) + text(log)
     rt.run("state", cid)  # alive: nothing more
     assert monitor_of(state, cid) == new and runtime_log.count("was gone") == 1
     go.touch()
@@ -408,7 +416,7 @@ def test_inspect_shows_the_gpu_and_its_containers(sharing_runtime, test_tmp, spe
         rt.create(bundle, cid)
         rt.start(cid)
     status_when(state, "static", "bypasses")
-    assert wait_for(lambda: json.loads(text(state / "containers" / "trainer" / "status") or "{}")
+    assert wait_for(lambda: usage_of(state, "trainer")
                     .get("gpus", {}).get(FAKE_UUID0, {}).get("sm_percent"))
 
     report = json.loads(inspect(rt, "--output", "json"))

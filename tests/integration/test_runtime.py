@@ -193,8 +193,10 @@ def test_gpuslice_rewrites_config(request, gpuslice_runtime, bundle, fake_gpu, g
         # the CDI spec's own hook is kept
         assert any(h["path"] == str(fake_gpu.hook) for h in spec["hooks"]["createContainer"])
         cdir = gpuslice_state_dir / "containers" / cid
-        assert (cdir / "init-pid-file").read_text() == f"{bundle.path / f'{cid}.pid'}\n"
-        assert sorted(p.name for p in cdir.iterdir()) == ["cdi-env", "creator", "format", "init-pid-file"]
+        record = ocitest.state_record(cdir)
+        assert record["init_pid_file"] == str(bundle.path / f"{cid}.pid")
+        assert record["format"] == 3 and record["status"] == "created" and "GPUSLICE_FAKE_GPU0=present" in record["cdi_env"]
+        assert sorted(p.name for p in cdir.iterdir()) == ["state.json"]
     finally:
         gpuslice_runtime.delete(cid, force=True)
 
@@ -265,8 +267,8 @@ def test_gpuslice_create_without_pid_file_names_one_in_the_state_dir(gpuslice_ru
         init = gpuslice_runtime.state(cid)["pid"]
         cdir = gpuslice_state_dir / "containers" / cid
         assert int((cdir / "init.pid").read_text()) == init
-        assert (cdir / "init-pid-file").read_text() == f"{cdir / 'init.pid'}\n"
-        assert not (cdir / "init").exists()
+        assert ocitest.state_record(cdir)["init_pid_file"] == str(cdir / "init.pid")
+        assert "init" not in ocitest.state_record(cdir)
         collection_comes(gpuslice_runtime, make_bundle, fake_gpu, gpuslice_state_dir, cid)
         assert cdir.is_dir()
         gpuslice_runtime.start(cid)
@@ -303,7 +305,7 @@ def test_gpuslice_create_refused_for_a_running_id_leaves_its_pid_file(gpuslice_r
         assert p.returncode != 0 and "already in use" in p.stderr, p.stderr
         assert int(pid_file.read_text()) == init
         collection_comes(gpuslice_runtime, make_bundle, fake_gpu, gpuslice_state_dir, cid)
-        assert (gpuslice_state_dir / "containers" / cid / "cdi-env").is_file()
+        assert ocitest.state_record(gpuslice_state_dir / "containers" / cid)["cdi_env"]
     finally:
         gpuslice_runtime.delete(cid, force=True)
     assert not (gpuslice_state_dir / "containers" / cid).exists()

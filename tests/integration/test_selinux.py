@@ -102,7 +102,8 @@ def test_each_containers_files_carry_its_mount_label(sharing_runtime, test_tmp, 
     rt.create(a, "sel-a")
     rt.create(b, "sel-b")
     # each monitor is its create's init recorder, as runc create ends
-    assert ocitest.eventually(lambda: all((state / "containers" / c / "monitor").exists() for c in ("sel-a", "sel-b")))
+    assert ocitest.eventually(lambda: all("monitor" in ocitest.state_record(state / "containers" / c)
+                                          for c in ("sel-a", "sel-b")))
     for cid, label in (("sel-a", LABEL_A), ("sel-b", LABEL_B)):
         for name in ALL_FILES:
             path = state / "containers" / cid / name

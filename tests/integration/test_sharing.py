@@ -273,7 +273,7 @@ def test_leftovers_of_a_killed_create_are_collected(sharing_runtime, test_tmp, s
     # what a create killed after making its state dir leaves
     stale = state / "containers" / "killed-create"
     stale.mkdir(parents=True)
-    (stale / "creator").write_text(f"{dead.pid} 1\n")
+    ocitest.write_state_record(stale, {"format": 3, "status": "created", "creator": {"pid": dead.pid, "start_time": 1}})
     (stale / "limits").write_text("x")
     bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
     leftover = bundle.path / f"config.json.gpuslice-tmp.{dead.pid}.12345"
@@ -431,15 +431,15 @@ def test_the_monitor_is_gpuslice_shim_detached_and_gone_with_the_container(shari
     init = int((bundle.path / f"{cid}.pid").read_text())
     assert (proc / "cgroup").read_text() != Path(f"/proc/{init}/cgroup").read_text()
     # started once runc had made the init, watching it from the first moment;
-    # recorded where restarts and the fast path look for it
+    # recorded where restarts and `inspect` look for it
     argv = ocitest.monitors()[shim]
     assert argv[argv.index("--init") + 1] == str(init) and "--pid-file" not in argv, argv
     assert ocitest.watched_pids(shim) == [init]
-    record = state / "containers" / cid / "monitor"
-    assert ocitest.eventually(lambda: record.exists()) and record.read_text().split()[0] == str(shim)
+    record = lambda: ocitest.state_record(state / "containers" / cid)  # noqa: E731
+    assert ocitest.eventually(lambda: "monitor" in record()) and record()["monitor"]["pid"] == shim
     # the dir it removes at the end is its creator's: the init recorder's,
     # to which the create handed it over before it exec'd runc
-    creator = (state / "containers" / cid / "creator").read_text().split()
+    creator = ocitest.process_text(record(), "creator").split()
     assert argv[argv.index("--creator") + 1].split() == creator, argv
     # no signal blocked, none ignored but SIGPIPE (bit 13), none caught
     status = dict(line.split(":\t", 1) for line in (proc / "status").read_text().splitlines() if ":\t" in line)
@@ -503,7 +503,7 @@ def test_create_with_limits_execs_the_runtime(sharing_runtime, runtime_name, tes
     rt.create(bundle, cid)
     assert int(parent.read_text()) == os.getpid(), "the runtime ran as a child of gpuslice-runtime"
     init = int((bundle.path / f"{cid}.pid").read_text())
-    assert ocitest.eventually(lambda: (state / "containers" / cid / "monitor").exists())
+    assert ocitest.eventually(lambda: "monitor" in ocitest.state_record(state / "containers" / cid))
     assert ocitest.eventually(lambda: shim_of(cid)), "no gpuslice-shim after the first interval"
     argv = ocitest.monitors()[shim_of(cid)]
     assert argv[argv.index("--init") + 1] == str(init), argv
@@ -533,15 +533,15 @@ def test_until_its_first_interval_the_monitor_is_the_init_recorder(sharing_runti
     rt.create(bundle, cid)
     dir_ = state / "containers" / cid
     init = int((bundle.path / f"{cid}.pid").read_text())
-    assert ocitest.eventually(lambda: (dir_ / "monitor").exists())
-    monitor = int((dir_ / "monitor").read_text().split()[0])
+    assert ocitest.eventually(lambda: "monitor" in ocitest.state_record(dir_))
+    monitor = ocitest.state_record(dir_)["monitor"]["pid"]
     proc = Path(f"/proc/{monitor}")
     # gpuslice-runtime's process and command line, named gpuslice-shim
     assert os.path.basename(os.readlink(proc / "exe")) == "gpuslice-runtime"
     assert (proc / "comm").read_text() == "gpuslice-shim\n"
     assert shim_of(cid, in_place=True) == monitor and shim_of(cid) is None
     # the recorder: the dir's creator, which it removes at the end
-    assert (dir_ / "creator").read_text().split()[0] == str(monitor)
+    assert ocitest.state_record(dir_)["creator"]["pid"] == monitor
     wait_in_poll(monitor)
     stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
     assert int(stat[3]) == monitor, "not a session leader"  # field 6: session
@@ -593,7 +593,7 @@ def test_a_gpuslice_shim_that_cannot_be_executed_leaves_the_monitor_in_place(sha
             "GPU memory is enforced by the interposer alone")
     assert ocitest.eventually(lambda: log.exists() and said in log.read_text()), log.exists() and log.read_text()
     dir_ = state / "containers" / cid
-    monitor = int((dir_ / "monitor").read_text().split()[0])
+    monitor = ocitest.state_record(dir_)["monitor"]["pid"]
     assert shim_of(cid, in_place=True) == monitor
     rt.start(cid)
     init = int((bundle.path / f"{cid}.pid").read_text())
@@ -610,15 +610,16 @@ def test_a_gpuslice_shim_that_cannot_be_executed_leaves_the_monitor_in_place(sha
 def test_a_recorder_that_fails_after_the_create_fails_the_start(sharing_runtime, test_tmp, spec_template,
                                                                  glibc_rootfs, cid):
     """What the init recorder cannot do once runc has made the container,
-    after the create returned (record the init, stood in for by a state dir
+    after the create returned (record the init, stood in for by a record
     that turns out to be of a newer format): the container is deleted
     again, no monitor runs, and the start that follows fails with the
     reason rather than letting the container run unmonitored."""
     rt, state = sharing_runtime
     dir_ = state / "containers" / cid
     use_lowlevel_script(test_tmp, f'{tool(RUNTIMES["runc"])} "$@" || exit\n'
-                                  f'case " $* " in *" create "*) echo "gpuslice-state 999" > {dir_}/format;; esac\n')
-    reason = f'state "{dir_}" has format 999'
+                                  f'case " $* " in *" create "*) sed -i \'s/"format":3/"format":999/\' '
+                                  f'{dir_}/state.json;; esac\n')
+    reason = f'"{dir_}/state.json": format 999, written by a newer gpuslice'
     bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
     bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")
     bundle.write()
@@ -702,9 +703,12 @@ def test_start_refuses_a_container_with_limits_whose_init_was_never_recorded(sha
     bundle.write()
     rt.create(bundle, cid)
     dir_ = state / "containers" / cid
-    assert ocitest.eventually(lambda: (dir_ / "monitor").exists())
-    monitor = int((dir_ / "monitor").read_text().split()[0])
-    (dir_ / "init").unlink()
+    assert ocitest.eventually(lambda: "monitor" in ocitest.state_record(dir_))
+    monitor = ocitest.state_record(dir_)["monitor"]["pid"]
+    record = ocitest.state_record(dir_)
+    del record["init"]
+    record["status"] = "created"
+    ocitest.write_state_record(dir_, record)
     os.kill(monitor, 9)
     assert ocitest.eventually(lambda: shim_of(cid, in_place=True) is None)
     assert rt.run("state", cid, check=False).returncode == 0
@@ -749,10 +753,10 @@ def test_init_is_recorded_when_the_pid_file_is_lost(sharing_runtime, runtime_nam
     bundle = limited_bundle(test_tmp, spec_template, glibc_rootfs)
     rt.create(bundle, cid)
     try:
-        init_record = state / "containers" / cid / "init"
-        assert ocitest.eventually(init_record.is_file)
-        assert int(init_record.read_text().split()[0]) == rt.state(cid)["pid"]
-        assert not (state / "containers" / cid / "init-pid-file").exists()
+        record = lambda: ocitest.state_record(state / "containers" / cid)  # noqa: E731
+        assert ocitest.eventually(lambda: "init" in record())
+        assert record()["init"]["pid"] == rt.state(cid)["pid"]
+        assert "init_pid_file" not in record()
     finally:
         rt.delete(cid, force=True)
 
@@ -768,20 +772,26 @@ def test_container_whose_init_cannot_be_recorded_is_deleted(sharing_runtime, run
     died of SIGSEGV there, logging through a logger it had already shut
     down) and in the state dir, for `start` to refuse with."""
     rt, state = sharing_runtime
-    init_record = state / "containers" / cid / "init"
+    plant = test_tmp / "plant.py"  # pid 1 recorded as the init, as the state library writes it
+    plant.write_text("import json, os, sys\n"
+                     "d = sys.argv[1]\n"
+                     "r = json.load(open(d + '/state.json'))\n"
+                     "r['init'] = {'pid': 1, 'start_time': int(open('/proc/1/stat').read().rsplit(')', 1)[1].split()[19])}\n"
+                     "r['status'] = 'running'\n"
+                     "open(d + '/.plant', 'w').write(json.dumps(r))\n"
+                     "os.replace(d + '/.plant', d + '/state.json')\n")
     use_lowlevel_script(test_tmp,
                         f"{tool(RUNTIMES[runtime_name])} \"$@\"\n"
                         "rc=$?\n"
                         'case " $* " in *" create "*)\n'
-                        "  printf '1 %s\\n' \"$(sed 's/.*) //' /proc/1/stat | cut -d' ' -f20)\" "
-                        f"> {init_record};;\n"
+                        f"  /usr/bin/python3 {plant} {state / 'containers' / cid};;\n"
                         "esac\n"
                         "exit $rc\n")
     bundle = limited_bundle(test_tmp, spec_template, glibc_rootfs)
     rt.create(bundle, cid)
     assert ocitest.eventually(lambda: rt.list_ids() == [])
-    failed = state / "containers" / cid / "create-failed"
-    assert ocitest.eventually(failed.is_file)
+    record = lambda: ocitest.state_record(state / "containers" / cid)  # noqa: E731
+    assert ocitest.eventually(lambda: record().get("status") == "failed")
     log_file = test_tmp / "log" / "gpuslice-runtime.log"
     assert ocitest.eventually(lambda: "(deleted again)" in log_file.read_text())
     log = log_file.read_text()
@@ -789,7 +799,7 @@ def test_container_whose_init_cannot_be_recorded_is_deleted(sharing_runtime, run
     reason = (f'cannot record the init of container "{cid}" or start its monitor (deleted again): container id '
               f'"{cid}" is already in use by init process 1')
     assert f"error: {reason}" in log, log
-    assert reason in failed.read_text()
+    assert reason in record()["failure"]
     p = rt.run("start", cid, check=False)
     assert p.returncode != 0 and reason in p.stderr, p.stderr
 

@@ -6,9 +6,9 @@
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/create/admission.hpp"
-#include "gpuslice/create/bundle.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
+#include "create_for_tests.hpp"
 #include "tempdir.hpp"
 
 #include <catch2/catch.hpp>
@@ -51,8 +51,7 @@ struct Node {
     t.write(id + "/config.json", R"({"root": {"path": "rootfs"}, "process": {"env": []}, "mounts": [],
         "annotations": {"cdi.k8s.io/x": ")" + devices + R"("}})");
     ::mkdir((t / (id + "/rootfs")).c_str(), 0755);
-    CreateRequest request{t / id, id, ""};
-    warnings = prepare_bundle(request, config, kDefaultConfigPath, HookMode::add).warnings;
+    warnings = gpuslice::testing::prepare(t / id, id, config).warnings;
   }
   std::map<std::string, int> count() const {
     std::map<std::string, int> n;
@@ -67,8 +66,11 @@ struct Node {
     REQUIRE(pid >= 0);
     if (pid == 0) {
       try {
-        state::ContainerDir d = state::create_container_dir(config.state_dir, id);
-        fs::write_file_atomic(d.path + "/limits", "gpuslice-limits 1\ndevice " + device_key + " memory 1024\n", 0444);
+        const std::string limits = "gpuslice-limits 1\ndevice " + device_key + " memory 1024\n";
+        state::Record record;
+        record.limits_digest = state::limits_digest(limits);
+        state::ContainerDir d = state::create_container_dir(config.state_dir, id, record);
+        fs::write_file_atomic(d.path + "/limits", limits, 0444);
         ::_exit(0);
       } catch (...) {
         ::_exit(1);
@@ -147,7 +149,7 @@ TEST_CASE("admission: stale containers are looked for once a minute, or when a G
     CHECK(n.count()[kGpuB] == 2);
   }
   SECTION("a minute later") {
-    const std::string marker = n.config.state_dir + "/" + state::kStaleCollectedRecord;
+    const std::string marker = n.config.state_dir + "/" + state::kStaleCollected;
     const timespec times[2] = {{0, UTIME_OMIT}, {::time(nullptr) - 61, 0}};
     REQUIRE(::utimensat(AT_FDCWD, marker.c_str(), times, 0) == 0);
     n.create("w2", "v.com/gpu=whole");

@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <set>
 
 using namespace gpuslice;
 using namespace gpuslice::create;
@@ -255,10 +256,10 @@ bool front_takes(const std::string &spec_text, const Config &config) {
 // Whether the full program would do nothing but exec the runtime for it.
 bool full_program_only_execs(const std::string &spec_text, const Config &config) {
   try {
-    auto spec = cdi::OciSpec::parse(spec_text);
-    if (!collect_requests(spec, config).empty())
+    const auto spec = create::BundleSpec::parse(spec_text, "config.json");
+    if (!create::collect_requests(spec, config).empty())
       return false;
-    refuse_limits_not_claimed(spec);
+    create::refuse_limits_not_claimed(spec.process_env());
     return true;
   } catch (const std::exception &) {
     return false; // a refusal is more than an exec
@@ -326,9 +327,10 @@ TEST_CASE("front: a spec it takes at create has no request, as the full program 
   int taken = 0;
   for (int i = 0; i < 3000; ++i) {
     std::string ann, env, devs;
+    std::set<std::string> taken_keys; // a key twice the full program refuses (runc reads the last)
     for (int k = 0, n = static_cast<int>(rng() % 3); k < n; ++k)
-      ann += std::string(ann.empty() ? "" : ",") + "\"" + keys[rng() % keys.size()] + "\":\"" +
-             values[rng() % values.size()] + "\"";
+      if (const std::string &key = keys[rng() % keys.size()]; taken_keys.insert(key).second)
+        ann += std::string(ann.empty() ? "" : ",") + "\"" + key + "\":\"" + values[rng() % values.size()] + "\"";
     for (int k = 0, n = static_cast<int>(rng() % 3); k < n; ++k)
       env += ",\"" + values[rng() % values.size()] + "\"";
     for (int k = 0, n = static_cast<int>(rng() % 3); k < n; ++k)

@@ -7,9 +7,9 @@
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/json_text.hpp"
 #include "gpuslice/common/rootfs.hpp"
-#include "gpuslice/create/bundle.hpp"
 #include "gpuslice/runtime/low_level.hpp"
 
+#include "create_for_tests.hpp"
 #include "tempdir.hpp"
 
 #include <catch2/catch.hpp>
@@ -29,10 +29,7 @@ using gpuslice::testing::TempDir;
 
 namespace {
 
-create::BundleEdit prepare(const std::string &bundle, const std::string &id, const Config &config) {
-  create::CreateRequest request{bundle, id, ""};
-  return create::prepare_bundle(request, config, kDefaultConfigPath, create::HookMode::add);
-}
+using gpuslice::testing::prepare;
 
 std::string nested(std::size_t depth) {
   return std::string(depth, '[') + std::string(depth, ']');

@@ -2,7 +2,7 @@
 // names it defines, the floor check at create, malformed files refused
 // without a crash.
 #include "gpuslice/common/error.hpp"
-#include "gpuslice/create/image_glibc.hpp"
+#include "gpuslice/create/image.hpp"
 
 #include "tempdir.hpp"
 
@@ -131,7 +131,7 @@ TEST_CASE("an image older than the floor fails at create, naming its glibc and t
   // an absolute link, as images have it: resolved inside the rootfs
   std::filesystem::create_symlink("/lib64/libc-2.12.so", root / "lib64/libc.so.6");
   try {
-    require_image_glibc(root.path(), "2.17");
+    require_glibc(read_image(root.path()), "2.17");
     FAIL("accepted");
   } catch (const Error &e) {
     const std::string what = e.what();
@@ -145,10 +145,10 @@ TEST_CASE("images at or above the floor, and images without glibc, pass", "[imag
   TempDir at_floor;
   at_floor.write("lib/x86_64-linux-gnu/libc.so.6", elf_defining(kGlibc231));
   at_floor.write("lib/aarch64-linux-gnu/libc.so.6", elf_defining(kGlibc231));
-  CHECK_NOTHROW(require_image_glibc(at_floor.path(), "2.17"));
+  CHECK_NOTHROW(require_glibc(read_image(at_floor.path()), "2.17"));
   TempDir static_only;
   static_only.write("bin/busybox", "not a libc");
-  CHECK_NOTHROW(require_image_glibc(static_only.path(), "2.17"));
+  CHECK_NOTHROW(require_glibc(read_image(static_only.path()), "2.17"));
 }
 
 TEST_CASE("a libc link that climbs out of the image is resolved inside it", "[image_glibc][hostile]") {
@@ -166,7 +166,7 @@ TEST_CASE("a libc link that climbs out of the image is resolved inside it", "[im
 #endif
                                       ) + "-linux-gnu/libc.so.6",
                                   root / "lib64/libc.so.6");
-  CHECK_THROWS_WITH(require_image_glibc(root.path(), "2.17"), Catch::Contains("GLIBC_2.12"));
+  CHECK_THROWS_WITH(require_glibc(read_image(root.path()), "2.17"), Catch::Contains("GLIBC_2.12"));
 }
 
 TEST_CASE("a hostile libc.so.6 is refused with an Error, never read out of bounds", "[image_glibc][hostile]") {
@@ -188,8 +188,8 @@ TEST_CASE("a hostile libc.so.6 is refused with an Error, never read out of bound
   TempDir root;
   std::filesystem::create_directories(root / "lib64");
   REQUIRE(::mkfifo((root / "lib64/libc.so.6").c_str(), 0644) == 0);
-  CHECK_THROWS_WITH(require_image_glibc(root.path(), "2.17"), Catch::Contains("not a regular file"));
+  CHECK_THROWS_WITH(require_glibc(read_image(root.path()), "2.17"), Catch::Contains("not a regular file"));
   TempDir not_elf;
   not_elf.write("lib64/libc.so.6", "#!/bin/sh\n");
-  CHECK_THROWS_WITH(require_image_glibc(not_elf.path(), "2.17"), Catch::Contains("/lib64/libc.so.6"));
+  CHECK_THROWS_WITH(require_glibc(read_image(not_elf.path()), "2.17"), Catch::Contains("/lib64/libc.so.6"));
 }

@@ -12,6 +12,8 @@
 #include "gpuslice/create/bundle_spec.hpp"
 #include "gpuslice/create/modifiers.hpp"
 #include "gpuslice/create/container_limits.hpp"
+#include "gpuslice/create/create.hpp"
+#include "gpuslice/state/container_dir.hpp"
 
 #include "tempdir.hpp"
 
@@ -258,11 +260,18 @@ TEST_CASE("selinux: create labels each file of a container with limits, and noth
                                      (labels_json.empty() ? std::string() : kMount) + R"("}})");
     ::mkdir((t / (id + "/rootfs")).c_str(), 0755);
     create::BundleSpec spec = create::BundleSpec::load(t / (id + "/config.json"));
-    create::CreateContext ctx{spec, config, kDefaultConfigPath, id, t / ("state/containers/" + id), t / (id + "/rootfs"), {}, {}};
-    create::sharing_modifier(sharing::Limits{{{"*", 256u << 20, 30, sharing::Policy::burst}}, ""})->modify(ctx);
-    create::selinux_modifier(sys)->modify(ctx);
-    std::string pid_file;
-    create::commit(ctx, pid_file, t / (id + "/config.json"));
+    const create::Context ctx = create::context_of(config, kDefaultConfigPath, id, t / id, create::HookMode::none);
+    create::Facts facts;
+    facts.requests.devices = {"v.com/gpu=burst"};
+    facts.limits = sharing::Limits{{{"*", 256u << 20, 30, sharing::Policy::burst}}, ""};
+    facts.rootfs = t / (id + "/rootfs");
+    facts.image = create::read_image(facts.rootfs);
+    facts.selinux_kernel = sys.enabled();
+    create::Plan plan;
+    for (const auto &m : {create::selinux_modifier(sys), create::sharing_modifier(), create::monitor_modifier()})
+      m->modify(spec, plan, facts, ctx);
+    // the monitor made ready, not started
+    create::commit(plan, facts, ctx, {}, [&](const state::ContainerDir &) { spec.save(t / (id + "/config.json")); });
   };
   config.selinux_label = "auto";
   RecordingSystem sys(true);
@@ -270,6 +279,7 @@ TEST_CASE("selinux: create labels each file of a container with limits, and noth
   const std::string dir = t / "state/containers/c1";
   using Call = RecordingSystem::Call;
   CHECK(sys.calls == std::vector<Call>{
+                         {"fd", "/memfd:gpuslice-region (deleted)", kMount},
                          {"fd", dir, kMount},
                          {"fd", dir + "/limits", kMountReadOnly},
                          {"fd", dir + "/ld.so.preload", kMountReadOnly},
@@ -277,15 +287,16 @@ TEST_CASE("selinux: create labels each file of a container with limits, and noth
                          {"fd", dir + "/run/limits", kMountReadOnly},
                          {"fd", dir + "/run/libgpuslice-cuda.so", kMountReadOnly},
                          {"fd", dir + "/run/activity", kMountReadOnly},
-                         {"fd", "/memfd:gpuslice-region (deleted)", kMount},
-                         {"fd", dir + "/region-id", kMountReadOnly},
                          {"sockcreate", "", kProcess},
                          {"sockcreate", "", ""},
                          {"link", dir + "/run/region.sock", kMount},
                          {"fd", t / "state/activity", kShared},
-                         {"fd", dir + "/monitor-args", kMountReadOnly},
-                         {"fd", dir + "/selinux", kMountReadOnly},
                      });
+  // the labels in the record, for a monitor started again
+  const auto record = state::read_record(state::open_container_dir(config.state_dir, "c1")->fd.get(), dir);
+  REQUIRE(record.selinux);
+  CHECK(record.selinux->file == kMount);
+  CHECK(record.selinux->socket == kProcess);
 
   SECTION("a label that cannot be set leaves nothing behind") {
     RecordingSystem failing(true);

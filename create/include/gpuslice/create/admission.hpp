@@ -44,21 +44,32 @@ std::map<std::string, uint64_t> memory_per_gpu(const sharing::Limits &limits);
 // is counted on kUnnamedGpu (never let a broken file free a place).
 std::map<std::string, GpuLoad> load_per_gpu(const std::string &state_dir);
 
-// The memory of the node's GPUs by UUID; empty, with `why` set, when it
-// cannot be known.
-using GpuMemory = std::function<std::map<std::string, uint64_t>(std::string &why)>;
+// The memory of the node's GPUs by UUID: from <state dir>/gpu-memory, else
+// NVML (config.monitor_nvml_path, asked through gpuslice-shim), then kept
+// there. A GPU's UUID names one board, whose memory never changes: what
+// was asked once stays true; a GPU the file does not list is asked for
+// again. Empty, with `why` set, when it cannot be known.
+struct NodeGpus {
+  std::map<std::string, uint64_t> memory;
+  std::string why;
+};
+NodeGpus node_gpu_memory(const Config &config, const std::set<std::string> &needed);
 
-// From <state dir>/gpu-memory, else NVML (config.monitor_nvml_path), then
-// cached there.
-std::map<std::string, uint64_t> node_gpu_memory(const Config &config, std::string &why);
+// What admission decides by, read under state::lock_containers (held until
+// the new container's limits file is in place): the load of the node's
+// GPUs and their memory.
+struct AdmissionFacts {
+  std::map<std::string, GpuLoad> load;
+  NodeGpus gpus;
+};
 
 // Throws Error naming the GPU and the setting when one of `limits`'s GPUs
 // already hosts config.max_containers_per_gpu containers (0: no cap), or
 // when its memory limits would add up to more than the GPU's memory
 // (unless config.allow_memory_overcommit). Where the memory cannot be
 // known (no NVML, a GPU NVML does not list), adds a line to `warnings` and
-// admits. Call with state::lock_containers held.
-void admit(const sharing::Limits &limits, const Config &config, const GpuMemory &gpu_memory,
-           std::vector<std::string> &warnings);
+// admits. Pure.
+void check_admission(const sharing::Limits &limits, const AdmissionFacts &facts, const Config &config,
+                     std::vector<std::string> &warnings);
 
 } // namespace gpuslice::create

@@ -1,6 +1,7 @@
 // A bundle's config.json as the create path sees it: the whole document,
-// every field kept in its order for runc, with typed accessors for what
-// gpuslice reads. The document is someone else's (the engine's), so reading
+// every field kept in its order for runc, read and changed only through
+// this class's typed accessors (the create path's one reader of
+// config.json). The document is someone else's (the engine's), so reading
 // it is bounded and every accessor validates: a field of an unexpected type
 // is an Error naming its JSON path, never a nlohmann exception.
 #pragma once
@@ -8,10 +9,25 @@
 #include "gpuslice/cdi/apply.hpp"
 
 #include <map>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
 namespace gpuslice::create {
+
+// A mount as the spec lists it (mounts[]).
+struct OciMount {
+  std::string destination, type, source;
+  std::vector<std::string> options;
+};
+
+// A hook as the spec lists it (hooks.STAGE[]).
+struct OciHook {
+  std::string path;
+  std::vector<std::string> args, env;
+  int timeout = 0; // seconds; 0: none
+};
 
 class BundleSpec {
 public:
@@ -28,10 +44,29 @@ public:
   std::map<std::string, std::string> annotations() const;
   // process.env: its string entries.
   std::vector<std::string> process_env() const;
+  // linux.mountLabel and process.selinuxLabel (nullopt: absent).
+  std::optional<std::string> mount_label() const;
+  std::optional<std::string> process_label() const;
+  // The paths of linux.devices entries that are qualified CDI names (not
+  // device nodes: requests, cdi/names.hpp), in order; a path that is not a
+  // string is an Error.
+  std::vector<std::string> cdi_device_names() const;
+  // Whether a mount's destination (cleaned) is `destination`, or lies in `dir`.
+  bool mounts_at(std::string_view destination) const;
+  bool mounts_under(std::string_view dir) const;
 
-  // The document itself, for the edits (cdi::apply_edits works on it).
-  cdi::OciSpec &json() { return doc_; }
-  const cdi::OciSpec &json() const { return doc_; }
+  // The CDI edits applied (cdi/apply.hpp's order); the linux.devices
+  // entries that named CDI devices dropped.
+  void apply(const cdi::ContainerEdits &edits, const cdi::HostNodeLookup &lookup = cdi::lstat_host_node);
+  void add_mount(const OciMount &m);
+  // Before every mount the spec has (and in this order).
+  void add_mounts_first(const std::vector<OciMount> &mounts);
+  // At `stage`, unless a hook of the same path and arguments is there.
+  void add_hook(const std::string &stage, const OciHook &hook);
+
+  // The whole document, read-only: what gpuslice-hook compares before and
+  // after the create path's edits.
+  const cdi::OciSpec &document() const { return doc_; }
 
   // The document as config.json's text.
   std::string text() const;
@@ -45,7 +80,5 @@ private:
   std::string seccomp_placeholder_, seccomp_text_;
 };
 
-// process.env of an OCI spec: its string entries (none when absent).
-std::vector<std::string> process_env(const cdi::OciSpec &doc);
 
 } // namespace gpuslice::create

@@ -1,14 +1,14 @@
 // Which CDI devices a container asks for, read from its OCI spec:
 //  - annotations whose key starts with a configured prefix (cdi.k8s.io/ by
 //    default): how a DRA claim's or a device plugin's devices arrive;
-//  - linux.devices entries whose path is a qualified CDI name (removed from
-//    the spec, since they are not device nodes);
+//  - linux.devices entries whose path is a qualified CDI name (the CDI
+//    edits drop them from the spec: they are not device nodes);
 //  - NVIDIA_VISIBLE_DEVICES / GPUSLICE_VISIBLE_DEVICES, only when the config
 //    accepts env requests: any pod author can set env, so on a shared node
 //    this lets a pod reach every GPU a spec describes. Off by default.
 #pragma once
 
-#include "gpuslice/cdi/apply.hpp"
+#include "gpuslice/create/bundle_spec.hpp"
 #include "gpuslice/common/config.hpp"
 
 #include <string>
@@ -24,7 +24,7 @@ struct Requests {
 
 // Throws Error naming the annotation, device entry or variable that is not a
 // valid request.
-Requests collect_requests(cdi::OciSpec &oci, const Config &config);
+Requests collect_requests(const BundleSpec &spec, const Config &config);
 
 // What in a config.json's bytes makes a create more than an exec of the
 // runtime (for the fast path's record, fast_path_record.hpp): the annotation

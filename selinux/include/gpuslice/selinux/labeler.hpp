@@ -54,6 +54,9 @@ public:
   // Does nothing at all (not even ask the kernel) with Mode::off or without
   // labels.
   Labeler(System &system, Mode mode, std::optional<ContainerLabels> labels);
+  // The same, with what system.enabled() said already (a create asks the
+  // host before its modifiers run).
+  Labeler(System &system, Mode mode, std::optional<ContainerLabels> labels, bool kernel_has_selinux);
   Labeler() = default; // inactive
 
   bool active() const { return active_; }

@@ -43,7 +43,9 @@ struct EnforcerSetup {
   Action action = Action::log;
   uint64_t tolerance = 0; // bytes over the limit tolerated
   std::string container_id, pod; // pod: "namespace/name", or empty
-  std::string status_file;       // empty: none
+  // Where the report (status_json) goes when it changed: the container's
+  // record (gpuslice-shim's main); none: kept to itself.
+  std::function<void(const std::string &json)> report;
   FILE *log = nullptr;           // where the lines go (not owned)
   unsigned window = 10;          // intervals the compute report averages over
 };

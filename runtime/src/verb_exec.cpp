@@ -1,47 +1,35 @@
-#include "gpuslice/create/exec_env.hpp"
+// `exec --process FILE` (verbs.hpp). Why: containerd 1.6 builds an exec'd
+// process (kubectl exec, exec probes, CRI ExecSync) from the spec it stored
+// at create, not from the bundle gpuslice-runtime edited: the CDI edits'
+// env (LD_LIBRARY_PATH of a driver, NVIDIA_VISIBLE_DEVICES, ...) is missing
+// there and CUDA breaks in exec'd processes. The create keeps that env in
+// the container's record.
+#include "gpuslice/runtime/verbs.hpp"
 
 #include "gpuslice/common/error.hpp"
-#include "gpuslice/common/fd.hpp"
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/json_text.hpp"
 #include "gpuslice/common/strings.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
-#include <nlohmann/json.hpp>
-
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <set>
 
-namespace gpuslice::create {
+namespace gpuslice::runtime {
 
 namespace {
-
 // A process spec is a few KiB; containerd's own limit on a spec is far below this.
 constexpr std::size_t kMaxProcessFile = 4u << 20;
-
 } // namespace
 
-std::string cdi_env_text(const std::vector<std::string> &env) {
-  return nlohmann::json(env).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-}
-
 std::size_t add_cdi_env(const std::string &process_file, const std::string &state_dir, const std::string &id) {
-  if (!state::container_dir_exists(state_dir, id))
+  if (!state::is_safe_container_id(id))
     return 0;
-  const std::string record = fs::clean_path(state_dir) + "/containers/" + id + "/" + kCdiEnvFile;
-  std::vector<std::string> env;
-  try {
-    env = parse_json(fs::read_file(record, kMaxProcessFile)).get<std::vector<std::string>>();
-  } catch (Error &e) {
-    if (e.error_number() == ENOENT)
-      return 0; // a state dir of a hook-only container: no record
-    e.context("CDI env of container " + quote(id));
-    throw;
-  } catch (const nlohmann::json::exception &) {
-    throw Error("CDI env of container " + quote(id) + ": " + quote(record) + " is not a list of strings");
-  }
+  const auto dir = state::open_container_dir(state_dir, id);
+  if (!dir)
+    return 0;
+  const std::vector<std::string> env = state::read_record(dir->fd.get(), dir->path).cdi_env;
+  if (env.empty())
+    return 0;
   return with_context("process spec " + quote(process_file), [&]() -> std::size_t {
     auto process = parse_json<nlohmann::ordered_json>(fs::read_file(process_file, kMaxProcessFile));
     if (!process.is_object())
@@ -67,4 +55,4 @@ std::size_t add_cdi_env(const std::string &process_file, const std::string &stat
   });
 }
 
-} // namespace gpuslice::create
+} // namespace gpuslice::runtime

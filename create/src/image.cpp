@@ -1,4 +1,4 @@
-#include "gpuslice/create/image_glibc.hpp"
+#include "gpuslice/create/image.hpp"
 
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/rootfs.hpp"
@@ -23,7 +23,7 @@ constexpr const char *kLibcPaths[] = {"/lib64/libc.so.6", "/usr/lib64/libc.so.6"
 constexpr const char *kLibcPaths[] = {"/lib64/libc.so.6", "/usr/lib64/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6",
                                       "/usr/lib/aarch64-linux-gnu/libc.so.6", "/lib/libc.so.6", "/usr/lib/libc.so.6"};
 #else
-#error "image_glibc.cpp: the loader's default paths of this architecture are not known"
+#error "image.cpp: the loader's default paths of this architecture are not known"
 #endif
 
 // The bytes of an ELF file, read where asked: from memory (tests) or with
@@ -154,7 +154,21 @@ std::string newest_glibc_version(const std::vector<std::string> &versions) {
   return newest;
 }
 
-void require_image_glibc(const std::string &rootfs, const std::string &floor) {
+namespace {
+// The image's own preload list: small, or no list a loader would read whole.
+constexpr std::size_t kMaxPreloadSize = 64 * 1024;
+} // namespace
+
+ImageFacts read_image(const std::string &rootfs) {
+  ImageFacts image;
+  image.etc = rootfs::kind_in_root(rootfs, "/etc");
+  image.run = rootfs::kind_in_root(rootfs, "/run");
+  image.run_gpuslice = rootfs::kind_in_root(rootfs, "/run/gpuslice");
+  image.preload = rootfs::kind_in_root(rootfs, "/etc/ld.so.preload");
+  if (image.preload == rootfs::PathKind::regular)
+    image.preload_text = with_context("image file /etc/ld.so.preload", [&] {
+      return rootfs::read_file_in_root(rootfs, "/etc/ld.so.preload", kMaxPreloadSize, rootfs::Resolver::walk);
+    });
   for (const char *path : kLibcPaths) {
     std::optional<UniqueFd> fd = rootfs::open_regular_in_root(rootfs, path);
     if (!fd)
@@ -163,15 +177,22 @@ void require_image_glibc(const std::string &rootfs, const std::string &floor) {
     struct stat st {};
     if (::fstat(fd->fd, &st) != 0)
       throw system_error("cannot stat " + shown);
-    const std::vector<std::string> versions = versions_defined(FileBytes{fd->fd, std::uint64_t(st.st_size)}, shown);
-    if (std::find(versions.begin(), versions.end(), "GLIBC_" + floor) != versions.end())
-      return;
-    const std::string newest = newest_glibc_version(versions);
-    throw Error("the image's glibc (" + std::string(path) + ", newest symbol version " +
-                (newest.empty() ? std::string("none") : newest) + ") is older than glibc " + floor +
-                ", the oldest that gpuslice's interposer loads in: every program of this container would fail "
-                "to start. Use an image with glibc " + floor + " or later, or a device without limits");
+    image.libc_path = path;
+    image.glibc_versions = versions_defined(FileBytes{fd->fd, std::uint64_t(st.st_size)}, shown);
+    break;
   }
+  return image;
+}
+
+void require_glibc(const ImageFacts &image, const std::string &floor) {
+  if (image.libc_path.empty() ||
+      std::find(image.glibc_versions.begin(), image.glibc_versions.end(), "GLIBC_" + floor) != image.glibc_versions.end())
+    return;
+  const std::string newest = newest_glibc_version(image.glibc_versions);
+  throw Error("the image's glibc (" + image.libc_path + ", newest symbol version " +
+              (newest.empty() ? std::string("none") : newest) + ") is older than glibc " + floor +
+              ", the oldest that gpuslice's interposer loads in: every program of this container would fail "
+              "to start. Use an image with glibc " + floor + " or later, or a device without limits");
 }
 
 } // namespace gpuslice::create

@@ -1,10 +1,13 @@
+// The create path (create/create.hpp) and gpuslice-runtime's command line.
 #include "gpuslice/common/error.hpp"
-#include "gpuslice/create/bundle.hpp"
+#include "gpuslice/common/fs.hpp"
 #include "gpuslice/create/bundle_spec.hpp"
+#include "gpuslice/create/create.hpp"
 #include "gpuslice/create/modifiers.hpp"
-#include "gpuslice/runtime/command_line.hpp"
 #include "gpuslice/create/requests.hpp"
+#include "gpuslice/runtime/command_line.hpp"
 #include "gpuslice/runtime/low_level.hpp"
+#include "gpuslice/state/container_dir.hpp"
 
 #include "tempdir.hpp"
 
@@ -22,10 +25,13 @@ using namespace gpuslice::runtime;
 using gpuslice::testing::TempDir;
 
 namespace {
-BundleEdit prepare(const std::string &bundle, const std::string &id, const Config &config) {
-  CreateRequest request{bundle, id, ""};
-  return prepare_bundle(request, config, kDefaultConfigPath, HookMode::add);
+// A `run`'s create (the hook added), without the monitor: these have no limits.
+std::optional<Created> prepare(const std::string &bundle, const std::string &id, const Config &config) {
+  BundleCreate request{bundle, id, "", true};
+  return create_bundle(request, config, kDefaultConfigPath);
 }
+
+BundleSpec spec_of(const std::string &text) { return BundleSpec::parse(text, "config.json"); }
 } // namespace
 
 namespace {
@@ -82,25 +88,29 @@ TEST_CASE("command line: global flags, verb, bundle and id as containerd passes 
 
 TEST_CASE("requests: annotations, qualified linux.devices, env only when accepted", "[shim]") {
   Config config;
-  auto oci = cdi::OciSpec::parse(R"({
+  auto spec = spec_of(R"({
     "annotations": {"cdi.k8s.io/dra_claim-b": "nvidia.com/gpu=1", "cdi.k8s.io/dra_claim-a": "nvidia.com/gpu=0,nvidia.com/gpu=1",
                     "io.kubernetes.cri.container-name": "x"},
     "process": {"env": ["NVIDIA_VISIBLE_DEVICES=2,GPU-abc", "GPUSLICE_VISIBLE_DEVICES=vendor.com/x=y"]},
     "linux": {"devices": [{"path": "/dev/fuse", "type": "c", "major": 10, "minor": 229}, {"path": "vendor.com/nic=eth0"}]}})");
-  auto r = collect_requests(oci, config);
+  auto r = collect_requests(spec, config);
   CHECK(r.devices == std::vector<std::string>{"nvidia.com/gpu=0", "nvidia.com/gpu=1", "vendor.com/nic=eth0"});
-  CHECK(oci["linux"]["devices"].size() == 1);
+  CHECK(spec.document()["linux"]["devices"].size() == 2); // read, not changed
+  spec.apply({});                                          // the CDI edits drop the names
+  CHECK(spec.document()["linux"]["devices"].size() == 1);
 
   config.accept_env_requests = true;
-  auto oci2 = cdi::OciSpec::parse(R"({"process": {"env": ["NVIDIA_VISIBLE_DEVICES=2,GPU-abc"]}})");
-  CHECK(collect_requests(oci2, config).devices == std::vector<std::string>{"nvidia.com/gpu=2", "nvidia.com/gpu=GPU-abc"});
-  auto oci3 = cdi::OciSpec::parse(R"({"process": {"env": ["NVIDIA_VISIBLE_DEVICES=0", "GPUSLICE_VISIBLE_DEVICES=vendor.com/x=y"]}})");
-  CHECK(collect_requests(oci3, config).devices == std::vector<std::string>{"vendor.com/x=y"});
+  CHECK(collect_requests(spec_of(R"({"process": {"env": ["NVIDIA_VISIBLE_DEVICES=2,GPU-abc"]}})"), config).devices ==
+        std::vector<std::string>{"nvidia.com/gpu=2", "nvidia.com/gpu=GPU-abc"});
+  CHECK(collect_requests(spec_of(R"({"process": {"env": ["NVIDIA_VISIBLE_DEVICES=0", "GPUSLICE_VISIBLE_DEVICES=vendor.com/x=y"]}})"),
+                         config).devices == std::vector<std::string>{"vendor.com/x=y"});
 
-  auto bad = cdi::OciSpec::parse(R"({"annotations": {"cdi.k8s.io/p": "not-a-device"}})");
-  CHECK_THROWS_WITH(collect_requests(bad, config), Catch::Contains("annotation \"cdi.k8s.io/p\""));
-  auto bad_env = cdi::OciSpec::parse(R"({"process": {"env": ["NVIDIA_VISIBLE_DEVICES=a b"]}})");
-  CHECK_THROWS_WITH(collect_requests(bad_env, config), Catch::Contains("visible devices \"a b\""));
+  CHECK_THROWS_WITH(collect_requests(spec_of(R"({"annotations": {"cdi.k8s.io/p": "not-a-device"}})"), config),
+                    Catch::Contains("annotation \"cdi.k8s.io/p\""));
+  CHECK_THROWS_WITH(collect_requests(spec_of(R"({"process": {"env": ["NVIDIA_VISIBLE_DEVICES=a b"]}})"), config),
+                    Catch::Contains("visible devices \"a b\""));
+  CHECK_THROWS_WITH(collect_requests(spec_of(R"({"linux": {"devices": [{"path": 7}]}})"), config),
+                    Catch::Contains("linux.devices[0].path"));
 }
 
 TEST_CASE("env values: all, none, void, lists", "[shim]") {
@@ -115,17 +125,23 @@ TEST_CASE("env values: all, none, void, lists", "[shim]") {
 TEST_CASE("hooks are added once, with an explicit environment", "[shim]") {
   Config config;
   config.hook_path = "/usr/bin/gpuslice-hook";
-  auto oci = cdi::OciSpec::parse(R"({"process": {"env": ["LD_PRELOAD=/evil.so"]}, "hooks": {"createRuntime": [{"path": "/other"}]}})");
-  add_gpuslice_hooks(oci, config, "/tmp/test.toml");
-  add_gpuslice_hooks(oci, config, "/tmp/test.toml");
+  auto spec = spec_of(R"({"process": {"env": ["LD_PRELOAD=/evil.so"]}, "hooks": {"createRuntime": [{"path": "/other"}]}})");
+  Plan plan;
+  const Facts facts;
+  hooks_modifier()->modify(spec, plan, facts, context_of(config, "/tmp/test.toml", "c1", "/b", HookMode::none));
+  CHECK(spec.document()["hooks"]["createRuntime"].size() == 1); // `create` gets none
+  const Context ctx = context_of(config, "/tmp/test.toml", "c1", "/b", HookMode::add);
+  hooks_modifier()->modify(spec, plan, facts, ctx);
+  hooks_modifier()->modify(spec, plan, facts, ctx);
+  const auto &oci = spec.document();
   REQUIRE(oci["hooks"]["createRuntime"].size() == 2);
   CHECK_FALSE(oci["hooks"].contains("poststop")); // delete removes the state itself
   const auto &h = oci["hooks"]["createRuntime"][1];
   CHECK(h["path"] == "/usr/bin/gpuslice-hook");
   CHECK(h["args"] == cdi::OciSpec::parse(R"(["gpuslice-hook", "createRuntime"])"));
   CHECK(h["env"] == cdi::OciSpec::parse(R"(["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "GPUSLICE_CONFIG=/tmp/test.toml"])"));
-  add_gpuslice_hooks(oci, config, kDefaultConfigPath);
-  CHECK(oci["hooks"]["createRuntime"].size() == 2); // the same hook and stage: once, whatever the config
+  hooks_modifier()->modify(spec, plan, facts, context_of(config, kDefaultConfigPath, "c1", "/b", HookMode::add));
+  CHECK(spec.document()["hooks"]["createRuntime"].size() == 2); // the same hook and stage: once, whatever the config
 }
 
 namespace {
@@ -139,28 +155,36 @@ Config one_device_config(TempDir &t) {
 }
 } // namespace
 
-TEST_CASE("prepare_bundle for create: no hook; runc's pid file in the state dir unless one was given", "[shim]") {
+TEST_CASE("create_bundle for create: no hook; runc's pid file in the state dir unless one was given", "[shim]") {
   TempDir t;
   const Config config = one_device_config(t);
   const std::string requested = R"({"process": {"env": []}, "annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}})";
   t.write("b1/config.json", requested);
-  CreateRequest request{t / "b1", "c1", ""};
-  CHECK(prepare_bundle(request, config, kDefaultConfigPath, HookMode::none).written);
+  BundleCreate request{t / "b1", "c1", "", false};
+  const auto created = create_bundle(request, config, kDefaultConfigPath);
+  REQUIRE(created);
   CHECK(request.pid_file == t / "state/containers/c1/init.pid");
   CHECK_FALSE(cdi::OciSpec::parse(fs::read_file(t / "b1/config.json")).contains("hooks"));
+  // the record: this process its creator, the init the pid file's, the CDI env for exec
+  const state::Record record = state::read_record(created->dir.fd.get(), created->dir.path);
+  CHECK(record.creator == state::process_id(static_cast<int>(::getpid())));
+  CHECK(record.init_pid_file == request.pid_file);
+  CHECK(record.cdi_env == std::vector<std::string>{"G=0"});
+  CHECK(record.status == state::Status::created);
+  CHECK_FALSE(record.has_monitor());
 
   t.write("b2/config.json", requested);
-  CreateRequest given{t / "b2", "c2", "/run/x/init.pid"};
-  CHECK(prepare_bundle(given, config, kDefaultConfigPath, HookMode::none).written);
+  BundleCreate given{t / "b2", "c2", "/run/x/init.pid", false};
+  CHECK(create_bundle(given, config, kDefaultConfigPath));
   CHECK(given.pid_file == "/run/x/init.pid");
 
   t.write("b3/config.json", R"({"process": {"env": []}})");
-  CreateRequest nothing{t / "b3", "c3", ""};
-  CHECK_FALSE(prepare_bundle(nothing, config, kDefaultConfigPath, HookMode::none).written);
+  BundleCreate nothing{t / "b3", "c3", "", false};
+  CHECK_FALSE(create_bundle(nothing, config, kDefaultConfigPath));
   CHECK(nothing.pid_file.empty()); // runc's arguments stay untouched
 }
 
-TEST_CASE("prepare_bundle: nothing requested leaves config.json alone; failures leave it unchanged", "[shim]") {
+TEST_CASE("create_bundle: nothing requested leaves config.json alone; failures leave it unchanged", "[shim]") {
   TempDir t;
   const Config config = one_device_config(t);
   const std::string plain = R"({"process": {"env": []}, "annotations": {"other": "x"}})";
@@ -168,7 +192,7 @@ TEST_CASE("prepare_bundle: nothing requested leaves config.json alone; failures 
   ::chmod((t / "b1/config.json").c_str(), 0600);
   struct stat before {};
   ::stat((t / "b1/config.json").c_str(), &before);
-  CHECK_FALSE(prepare(t / "b1", "c1", config).written);
+  CHECK_FALSE(prepare(t / "b1", "c1", config));
   struct stat after {};
   ::stat((t / "b1/config.json").c_str(), &after);
   CHECK(before.st_ino == after.st_ino); // not even replaced
@@ -176,8 +200,8 @@ TEST_CASE("prepare_bundle: nothing requested leaves config.json alone; failures 
   t.write("b2/config.json", R"({"process": {"env": []}, "annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}})");
   ::chmod((t / "b2/config.json").c_str(), 0600);
   auto edit = prepare(t / "b2", "c2", config);
-  CHECK(edit.written);
-  CHECK(edit.devices == std::vector<std::string>{"v.com/gpu=0"});
+  REQUIRE(edit);
+  CHECK(edit->devices == std::vector<std::string>{"v.com/gpu=0"});
   auto written = cdi::OciSpec::parse(fs::read_file(t / "b2/config.json"));
   CHECK(written["process"]["env"] == cdi::OciSpec::parse(R"(["G=0"])"));
   CHECK(written["hooks"]["createRuntime"].size() == 1);
@@ -235,7 +259,9 @@ TEST_CASE("bundle spec: linux.seccomp is written back as its very text, checked 
   const std::string text = R"({"root":{"path":"rootfs"},"linux": {"namespaces":[{"type":"pid"}],"seccomp": )" +
                            seccomp + R"( ,"sysctl":{"a":"b"}},"process":{"env":["A=1"]}})";
   BundleSpec spec = BundleSpec::parse(text, "config.json");
-  spec.json()["process"]["env"].push_back("B=2"); // an edit elsewhere
+  cdi::ContainerEdits edits;
+  edits.env = {"B=2"};
+  spec.apply(edits); // an edit elsewhere
   const std::string out = spec.text();
   CHECK(out.find(seccomp) != std::string::npos); // the bytes, not a dump of them (1e3 stays 1e3)
   auto expected = cdi::OciSpec::parse(text);
@@ -259,46 +285,43 @@ TEST_CASE("bundle spec: linux.seccomp is written back as its very text, checked 
     BundleSpec built = BundleSpec::parse(other, "c");
     CHECK(cdi::OciSpec::parse(built.text()) == cdi::OciSpec::parse(other));
   }
-  BundleSpec replaced = BundleSpec::parse(with(R"({"a":1})"), "c");
-  replaced.json()["linux"]["seccomp"] = cdi::OciSpec{{"b", 2}};
-  CHECK(cdi::OciSpec::parse(replaced.text()) == cdi::OciSpec::parse(with(R"({"b":2})")));
   // A member before linux that holds its name, in a string and as a key.
   const std::string decoy = R"({"annotations":{"linux":"{\"seccomp\":{}}"},"x":{"linux":{"seccomp":{"c":3}}},)"
                             R"("linux":{"seccomp":{"d":4}}})";
   BundleSpec real = BundleSpec::parse(decoy, "c");
   CHECK(cdi::OciSpec::parse(real.text()) == cdi::OciSpec::parse(decoy));
-  CHECK(real.json()["x"]["linux"]["seccomp"]["c"] == 3); // built: not linux's
+  CHECK(real.document()["x"]["linux"]["seccomp"]["c"] == 3); // built: not linux's
 }
-
-namespace {
-// A step that declares a file another step declared too: commit fails half-way.
-class Conflicting final : public Modifier {
-public:
-  void modify(CreateContext &ctx) const override {
-    ctx.plan.files.emplace_back("limits", "a");
-    ctx.plan.files.emplace_back("limits", "b");
-  }
-};
-} // namespace
 
 TEST_CASE("commit: every side effect or none", "[shim][spec]") {
   TempDir t;
   Config config;
   config.state_dir = t / "state";
-  t.write("b/config.json", R"({"root": {"path": "rootfs"}})");
+  const std::string original = R"({"root": {"path": "rootfs"}})";
+  t.write("b/config.json", original);
   BundleSpec spec = BundleSpec::load(t / "b/config.json");
-  CreateContext ctx{spec, config, kDefaultConfigPath, "c1", t / "state/containers/c1", "", {}, {}};
-  exec_env_modifier({"A=1"})->modify(ctx);
-  Conflicting().modify(ctx);
-  std::string pid_file;
-  CHECK_THROWS_WITH(commit(ctx, pid_file, t / "b/config.json"), Catch::Contains("cannot write"));
+  Facts facts;
+  auto save = [&](const state::ContainerDir &) { spec.save(t / "b/config.json"); };
+  // A plan with a file twice: the commit fails half-way.
+  Plan conflicting;
+  conflicting.files = {{"limits", "a"}, {"limits", "b"}};
+  CHECK_THROWS_WITH(commit(conflicting, facts, context_of(config, kDefaultConfigPath, "c1", t / "b", HookMode::none),
+                           {}, save),
+                    Catch::Contains("cannot write"));
   CHECK(::access((t / "state/containers/c1").c_str(), F_OK) != 0); // rolled back
-  CHECK(fs::read_file(t / "b/config.json") == R"({"root": {"path": "rootfs"}})");
+  CHECK(fs::read_file(t / "b/config.json") == original);
+  // Its finish failing: rolled back too.
+  Plan plan;
+  plan.record.cdi_env = {"A=1"};
+  CHECK_THROWS_WITH(commit(plan, facts, context_of(config, kDefaultConfigPath, "c3", t / "b", HookMode::none), {},
+                           [](const state::ContainerDir &) { throw Error("the finish failed"); }),
+                    Catch::Contains("the finish failed"));
+  CHECK(::access((t / "state/containers/c3").c_str(), F_OK) != 0);
 
-  CreateContext ok{spec, config, kDefaultConfigPath, "c2", t / "state/containers/c2", "", {}, {}};
-  exec_env_modifier({"A=1"})->modify(ok);
-  hooks_modifier()->modify(ok);
-  commit(ok, pid_file, t / "b/config.json");
-  CHECK(fs::read_file(t / "state/containers/c2/cdi-env") == "[\"A=1\"]\n");
+  const Context ok = context_of(config, kDefaultConfigPath, "c2", t / "b", HookMode::add);
+  hooks_modifier()->modify(spec, plan, facts, ok);
+  commit(plan, facts, ok, {}, save);
+  CHECK(state::parse_record(fs::read_file(t / "state/containers/c2/state.json"), "c2").cdi_env ==
+        std::vector<std::string>{"A=1"});
   CHECK(fs::read_file(t / "b/config.json").find("gpuslice-hook") != std::string::npos);
 }

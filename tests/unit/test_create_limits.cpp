@@ -1,8 +1,13 @@
+// A container's limits (create/container_limits.hpp) and how a create
+// wires them (modifier_sharing.cpp); exec's CDI env.
 #include "gpuslice/common/error.hpp"
-#include "gpuslice/create/bundle.hpp"
-#include "gpuslice/create/exec_env.hpp"
+#include "gpuslice/common/fs.hpp"
 #include "gpuslice/create/container_limits.hpp"
+#include "gpuslice/runtime/verbs.hpp"
+#include "gpuslice/sharing/limits.hpp"
+#include "gpuslice/state/container_dir.hpp"
 
+#include "create_for_tests.hpp"
 #include "tempdir.hpp"
 
 #include <catch2/catch.hpp>
@@ -15,6 +20,8 @@
 
 using namespace gpuslice;
 using namespace gpuslice::create;
+using gpuslice::runtime::add_cdi_env;
+using gpuslice::testing::prepare;
 using gpuslice::testing::TempDir;
 
 namespace {
@@ -23,7 +30,7 @@ std::vector<ClaimedEnv> env_edits(std::vector<std::string> env) { return {{"v.co
 
 TEST_CASE("limits come from the CDI edits, or gpushare's env only when accepted", "[shim][sharing]") {
   Config config;
-  const auto none = cdi::OciSpec::parse(R"({"process": {"env": ["GPUSLICE_MEMORY_LIMIT=64Gi", "ALIYUN_COM_GPU_MEM_CONTAINER=3"]}})");
+  const std::vector<std::string> none{"GPUSLICE_MEMORY_LIMIT=64Gi", "ALIYUN_COM_GPU_MEM_CONTAINER=3"};
   // The container's own GPUSLICE_* env is never a limit.
   CHECK_FALSE(container_limits(env_edits({}), none, config).has_value());
 
@@ -45,13 +52,13 @@ TEST_CASE("limits come from the CDI edits, or gpushare's env only when accepted"
   CHECK_THROWS_WITH(container_limits(env_edits({"GPUSLICE_COMPUTE_LIMIT=101"}), none, config), Catch::Contains("1 to 100"));
   CHECK_THROWS_WITH(container_limits(env_edits({"GPUSLICE_MEMORY_LIMIT=lots"}), none, config), Catch::Contains("GPUSLICE_MEMORY_LIMIT"));
   CHECK_THROWS_WITH(container_limits(env_edits({"GPUSLICE_COMPUTE_POLICY=greedy"}), none, config), Catch::Contains("GPUSLICE_COMPUTE_POLICY"));
-  const auto bad = cdi::OciSpec::parse(R"({"process": {"env": ["ALIYUN_COM_GPU_MEM_CONTAINER=x"]}})");
+  const std::vector<std::string> bad{"ALIYUN_COM_GPU_MEM_CONTAINER=x"};
   CHECK_THROWS_WITH(container_limits(env_edits({}), bad, config), Catch::Contains("ALIYUN_COM_GPU_MEM_CONTAINER"));
 }
 
 TEST_CASE("limits per claimed device and per GPU: 2 GPUs x 2 slices", "[shim][sharing]") {
   Config config;
-  const auto oci = cdi::OciSpec::parse(R"({"process": {"env": []}})");
+  const std::vector<std::string> oci;
   const std::string A = "GPU-aaaaaaaa-0000-0000-0000-000000000001", B = "GPU-bbbbbbbb-0000-0000-0000-000000000002";
   const ClaimedEnv a1{"v.com/gpu=a1", {"GPUSLICE_GPU_UUID=" + A, "GPUSLICE_MEMORY_LIMIT=8Gi", "GPUSLICE_COMPUTE_LIMIT=30"}};
   const ClaimedEnv a2{"v.com/gpu=a2", {"GPUSLICE_GPU_UUID=" + A, "GPUSLICE_MEMORY_LIMIT=1Gi", "GPUSLICE_COMPUTE_LIMIT=20"}};
@@ -92,11 +99,6 @@ TEST_CASE("preload: the interposer first, then the image's entries", "[shim][sha
 
 namespace {
 
-BundleEdit prepare(const std::string &bundle, const std::string &id, const Config &config) {
-  CreateRequest request{bundle, id, ""};
-  return prepare_bundle(request, config, kDefaultConfigPath, HookMode::add);
-}
-
 struct Node {
   TempDir t;
   Config config;
@@ -126,7 +128,7 @@ std::vector<cdi::OciSpec> mounts_of(const std::string &bundle) {
 
 } // namespace
 
-TEST_CASE("prepare_bundle wires limits: state dir, region socket, read-only mounts, pins last", "[shim][sharing]") {
+TEST_CASE("create wires limits: state dir, region socket, read-only mounts, pins last", "[shim][sharing]") {
   Node n;
   const std::string b = n.bundle("b", "0");
   n.t.write("b/rootfs/etc/ld.so.preload", "/usr/lib/libimage.so\n");
@@ -170,7 +172,7 @@ TEST_CASE("prepare_bundle wires limits: state dir, region socket, read-only moun
     CHECK(mounts[i]["options"] == cdi::OciSpec::parse(R"(["rbind", "ro", "nosuid", "nodev"])"));
 }
 
-TEST_CASE("prepare_bundle: pins go before every mount of the spec", "[shim][sharing]") {
+TEST_CASE("create: pins go before every mount of the spec", "[shim][sharing]") {
   Node n;
   n.t.write("b/config.json", R"({"root": {"path": "rootfs"}, "annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}, "mounts": [
       {"destination": "/proc", "type": "proc", "source": "proc"},
@@ -188,7 +190,7 @@ TEST_CASE("prepare_bundle: pins go before every mount of the spec", "[shim][shar
                                           "/etc/ld.so.preload"});
 }
 
-TEST_CASE("prepare_bundle: burst mounts the node's activity table read-only; a read-only root gets no pins",
+TEST_CASE("create: burst mounts the node's activity table read-only; a read-only root gets no pins",
           "[shim][sharing]") {
   Node n;
   const std::string b = n.bundle("b", "burst", R"(, "readonly": true)");
@@ -211,7 +213,7 @@ TEST_CASE("prepare_bundle: burst mounts the node's activity table read-only; a r
   CHECK(sharing::parse_limits(fs::read_file(n.t / "state/containers/c/limits")).activity == "/run/gpuslice/activity");
 }
 
-TEST_CASE("prepare_bundle: a /run the spec already mounts is not pinned again", "[shim][sharing]") {
+TEST_CASE("create: a /run the spec already mounts is not pinned again", "[shim][sharing]") {
   Node n;
   n.t.write("b/config.json", R"({"root": {"path": "rootfs"}, "mounts": [{"destination": "/run", "type": "tmpfs", "source": "tmpfs"}],
       "annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}})");
@@ -223,7 +225,7 @@ TEST_CASE("prepare_bundle: a /run the spec already mounts is not pinned again", 
   CHECK(runs == 1);
 }
 
-TEST_CASE("prepare_bundle: symlinks and wrong types on gpuslice's destinations are refused, nothing left",
+TEST_CASE("create: symlinks and wrong types on gpuslice's destinations are refused, nothing left",
           "[shim][sharing]") {
   Node n;
   struct Case {
@@ -262,12 +264,14 @@ TEST_CASE("prepare_bundle: symlinks and wrong types on gpuslice's destinations a
   }
 }
 
-TEST_CASE("prepare_bundle: a device without limits gets only its CDI env recorded; a failure leaves nothing; unsafe ids "
+TEST_CASE("create: a device without limits gets only its CDI env recorded; a failure leaves nothing; unsafe ids "
           "refused",
           "[shim][sharing]") {
   Node n;
   CHECK_FALSE(prepare(n.bundle("b2", "plain"), "ctr2", n.config).shared);
-  CHECK(fs::read_file(n.t / "state/containers/ctr2/cdi-env") == "[\"A=1\"]\n");
+  const auto dir = state::open_container_dir(n.config.state_dir, "ctr2");
+  REQUIRE(dir);
+  CHECK(state::read_record(dir->fd.get(), dir->path).cdi_env == std::vector<std::string>{"A=1"});
   CHECK(::access((n.t / "state/containers/ctr2/limits").c_str(), F_OK) != 0);
   CHECK(::access((n.t / "state/containers/ctr2/region.sock").c_str(), F_OK) != 0);
   n.t.write("b3/config.json", R"({"annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}})"); // no root.path
@@ -294,7 +298,7 @@ TEST_CASE("exec: the recorded CDI env is added where the process does not set it
   CHECK_THROWS_WITH(add_cdi_env(n.t / "bad.json", n.config.state_dir, "ctr"), Catch::Contains("\"env\" is not an array"));
 }
 
-TEST_CASE("prepare_bundle: a limit in the env that no claimed device gives is refused, config.json untouched",
+TEST_CASE("create: a limit in the env that no claimed device gives is refused, config.json untouched",
           "[shim][sharing]") {
   Node n;
   // What containerd with enable_cdi leaves for a limited device passed only

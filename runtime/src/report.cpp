@@ -1,0 +1,54 @@
+#include "gpuslice/runtime/report.hpp"
+
+#include "gpuslice/common/log.hpp"
+#include "gpuslice/runtime/low_level.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+namespace gpuslice::runtime {
+
+namespace {
+
+void start_logging(const Config &config) {
+  static bool started = false;
+  if (!started)
+    log::setup("gpuslice-runtime", config.log);
+  started = true;
+}
+
+} // namespace
+
+int fail(const CommandLine &cl, const Config &config, const std::string &message) {
+  std::fprintf(stderr, "gpuslice-runtime: %s\n", message.c_str());
+  write_runtime_log(cl.log_path, cl.log_format, "gpuslice: " + message);
+  log_line(config, "error", message);
+  return 1;
+}
+
+void log_line(const Config &config, const char *level, const std::string &message) {
+  start_logging(config);
+  spdlog::log(spdlog::level::from_str(level), "{}", message);
+  log::flush();
+}
+
+void log_injected(const Config &config, const std::string &id, const std::vector<std::string> &devices, bool limits,
+                  const std::vector<std::string> &warnings) {
+  if (warnings.empty() && !log::keeps(config.log, "info"))
+    return;
+  std::string line = "container " + id + ": injected ";
+  for (std::size_t i = 0; i < devices.size(); ++i)
+    line += (i ? "," : "") + devices[i];
+  if (limits)
+    line += " with GPU limits";
+  if (warnings.empty() && log::write_info_line("gpuslice-runtime", config.log, line))
+    return;
+  start_logging(config);
+  for (const auto &w : warnings)
+    spdlog::warn("{}", w);
+  spdlog::info("{}", line);
+  log::flush();
+}
+
+} // namespace gpuslice::runtime

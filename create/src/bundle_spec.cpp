@@ -370,12 +370,14 @@ bool BundleSpec::mounts_under(std::string_view dir) const {
 }
 
 void BundleSpec::apply(const cdi::ContainerEdits &edits, const cdi::HostNodeLookup &lookup) {
-  if (auto *devs = linux_devices(doc_))
-    for (std::size_t i = 0; i < devs->size();)
+  if (auto *devs = linux_devices(doc_)) {
+    for (std::size_t i = 0; i < devs->size();) {
       if (names_cdi_device((*devs)[i], i))
         devs->erase(devs->begin() + static_cast<std::ptrdiff_t>(i));
       else
         ++i;
+    }
+  }
   cdi::apply_edits(doc_, edits, lookup);
 }
 

@@ -43,8 +43,10 @@ static int is(const char *arg, size_t len, const char *flag) {
 static enum gs_verb_kind kind_of(const char *verb) {
   if (gs_streq(verb, "create") || gs_streq(verb, "run"))
     return GS_VERB_BUNDLE;
-  static const char of_container[] = "delete\0exec\0start\0state\0ps\0pause\0resume\0";
-  return listed(of_container, verb, gs_strlen(verb)) ? GS_VERB_CONTAINER : GS_VERB_PLAIN;
+  static const char monitored[] = "start\0state\0ps\0pause\0resume\0";
+  if (gs_streq(verb, "delete") || gs_streq(verb, "exec"))
+    return GS_VERB_CONTAINER;
+  return listed(monitored, verb, gs_strlen(verb)) ? GS_VERB_MONITORED : GS_VERB_PLAIN;
 }
 
 void gs_read_call(int argc, char *const *argv, struct gs_call *call) {
@@ -83,7 +85,7 @@ void gs_read_call(int argc, char *const *argv, struct gs_call *call) {
     with_value = ps_with_value, switches = none;
   else if (gs_streq(verb, "delete"))
     with_value = none, switches = delete_switches;
-  else if (call->kind == GS_VERB_CONTAINER)
+  else if (call->kind == GS_VERB_MONITORED)
     with_value = none, switches = none;
   int ids = 0;
   for (; i < argc; ++i) {

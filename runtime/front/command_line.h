@@ -11,7 +11,8 @@ extern "C" {
 
 enum gs_verb_kind {
   GS_VERB_PLAIN,     /* only an exec of the runtime, whatever the container (kill, list, ...) */
-  GS_VERB_CONTAINER, /* more when the container has gpuslice state (delete, exec, start, state, ps, ...) */
+  GS_VERB_CONTAINER, /* more when the container has gpuslice state (delete, exec) */
+  GS_VERB_MONITORED, /* more when the container has a monitor (start, state, ps, pause, resume) */
   GS_VERB_BUNDLE     /* create, run: more when config.json asks for a device */
 };
 

@@ -13,6 +13,7 @@
 #include "command_line.h"
 #include "front.h"
 #include "gpuslice/common/build_id.h"
+#include "gpuslice/state/names.h"
 
 #include <asm/unistd.h>
 #include <linux/auxvec.h>
@@ -115,42 +116,36 @@ static long read_all(int fd, size_t max, char **out) {
   return (long)got;
 }
 
-/* Root's and writable by root alone: what gpuslice-runtime made. */
-static int root_only(const struct statx *st) { return st->stx_uid == 0 && (st->stx_mode & 022) == 0; }
-
-/* Reads the record of `config_path` (its dir and file root's alone) and
- * parses it: 0, or -1. */
-static int read_record(const char *config_path, struct gs_front_record *r) {
+/* The bytes of file `name` of directory `dir` (AT_FDCWD: a path), read
+ * whole into the arena: 1 and *len, 0 when there is none, -1 when it cannot
+ * be (unreadable, no regular file, larger than `max`; with `root_only`,
+ * writable by anyone but root: a record is trusted only as root made it). */
+static int read_file(int dir, const char *name, size_t max, int root_only, char **bytes, long *len) {
+  const int fd = sys_openat(dir, name, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC | (root_only ? O_NOFOLLOW : 0));
+  if (fd < 0)
+    return fd == -ENOENT ? 0 : -1;
   struct statx st;
-  char name[17];
+  const int ok = sys_statx(fd, "", AT_EMPTY_PATH, &st) == 0 && S_ISREG(st.stx_mode) &&
+                 (!root_only || (st.stx_uid == 0 && (st.stx_mode & 022) == 0));
+  *len = ok ? read_all(fd, max, bytes) : -1;
+  sys_close(fd);
+  return *len < 0 ? -1 : 1;
+}
+
+/* The record of `config_path`, parsed, from a dir of root's alone: 0, or -1. */
+static int read_record(const char *config_path, struct gs_front_record *r) {
+  char name[17], *bytes;
+  long len;
+  struct statx st;
   gs_front_digest(config_path, gs_strlen(config_path), name);
   const int dir = sys_openat(AT_FDCWD, GS_FRONT_RECORD_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dir < 0)
     return -1;
-  int ok = sys_statx(dir, "", AT_EMPTY_PATH, &st) == 0 && root_only(&st);
-  const int fd = ok ? sys_openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+  const int found = sys_statx(dir, "", AT_EMPTY_PATH, &st) == 0 && st.stx_uid == 0 && (st.stx_mode & 022) == 0
+                        ? read_file(dir, name, GS_FRONT_MAX_RECORD, 1, &bytes, &len)
+                        : -1;
   sys_close(dir);
-  if (fd < 0)
-    return -1;
-  ok = sys_statx(fd, "", AT_EMPTY_PATH, &st) == 0 && S_ISREG(st.stx_mode) && root_only(&st);
-  char *bytes = 0;
-  const long len = ok ? read_all(fd, GS_FRONT_MAX_RECORD, &bytes) : -1;
-  sys_close(fd);
-  return len < 0 ? -1 : gs_front_parse_record(bytes, (size_t)len, r);
-}
-
-/* A file's bytes: 1 and *len when read, 0 when there is none, -1 when it
- * cannot be read whole (unreadable, not a file, larger than max). */
-static int read_file(const char *path, size_t max, char **bytes, long *len) {
-  const int fd = sys_openat(AT_FDCWD, path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-  if (fd == -ENOENT)
-    return 0;
-  if (fd < 0)
-    return -1;
-  struct statx st;
-  *len = sys_statx(fd, "", AT_EMPTY_PATH, &st) == 0 && S_ISREG(st.stx_mode) ? read_all(fd, max, bytes) : -1;
-  sys_close(fd);
-  return *len < 0 ? -1 : 1;
+  return found == 1 ? gs_front_parse_record(bytes, (size_t)len, r) : -1;
 }
 
 /* Where the runtime's search must not land: this very program. */
@@ -186,39 +181,51 @@ static unsigned long aux_value(const unsigned long *auxv, unsigned long type) {
   return 0;
 }
 
-/* Whether the call needs nothing of the full program: a plain verb, a
- * verb of a container without state, a create or run whose config.json
- * asks for nothing. (An id that is no safe name has no state dir: whatever
- * lies at the path it makes, the full program then execs the runtime.) */
+/* path = dir "/" name, when it fits in `room` bytes. */
+static int join(char *path, size_t room, const char *dir, const char *name) {
+  size_t at = 0;
+  for (const char *c = dir; *c && at + 1 < room; ++c)
+    path[at++] = *c;
+  if (at + 1 < room)
+    path[at++] = '/';
+  for (const char *c = name; *c && at + 1 < room; ++c)
+    path[at++] = *c;
+  path[at] = '\0';
+  return at + 1 < room;
+}
+
+/* What lies at `path`, not followed: 1 a directory, 0 nothing (or no
+ * directory), -1 when it cannot be told. */
+static int is_dir(const char *path) {
+  struct statx st;
+  const long rc = sys_statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, &st);
+  return rc == 0 ? S_ISDIR(st.stx_mode) : rc == -ENOENT ? 0 : -1;
+}
+
+/* Whether the call needs nothing of the full program: a plain verb; a verb
+ * of a container without a state dir; one that only starts a monitor again
+ * of a container without one (no run/ in its dir: no limits); a create or
+ * run whose config.json asks for nothing. (An id that is no safe name has
+ * no state dir: whatever lies at the path it makes, the full program then
+ * execs the runtime.) */
 static int nothing_to_do(const struct gs_call *call, const struct gs_front_record *r) {
   char *const path = arena.bytes + arena.used;
   const size_t room = 4096;
   arena.used += room;
-  if (call->kind == GS_VERB_CONTAINER) {
-    const char *parts[] = {r->state_dir, "/containers/", call->id};
-    size_t at = 0;
-    for (int p = 0; p < 3; ++p)
-      for (const char *c = parts[p]; *c; ++c)
-        if (at + 1 < room)
-          path[at++] = *c;
-    path[at] = '\0';
-    struct statx st;
-    const long rc = sys_statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, &st);
-    return at + 1 < room && (rc == -ENOENT || (rc == 0 && !S_ISDIR(st.stx_mode)));
+  if (call->kind == GS_VERB_CONTAINER || call->kind == GS_VERB_MONITORED) {
+    if (!join(path, room, r->state_dir, GS_STATE_CONTAINERS) || !join(path, room, path, call->id))
+      return 0;
+    const int dir = is_dir(path);
+    if (dir <= 0 || call->kind == GS_VERB_CONTAINER)
+      return dir == 0;
+    return join(path, room, path, GS_STATE_RUN_DIR) && is_dir(path) == 0;
   }
   if (call->kind == GS_VERB_BUNDLE) {
-    const char *bundle = call->bundle && *call->bundle ? call->bundle : ".";
-    const size_t len = gs_strlen(bundle);
-    if (len + sizeof "/config.json" > room)
+    if (!join(path, room, call->bundle && *call->bundle ? call->bundle : ".", "config.json"))
       return 0;
-    for (size_t k = 0; k < len; ++k)
-      path[k] = bundle[k];
-    const char name[] = "/config.json";
-    for (size_t k = 0; k < sizeof name; ++k)
-      path[len + k] = name[k];
     char *spec;
     long spec_len;
-    return read_file(path, GS_FRONT_MAX_SPEC, &spec, &spec_len) == 1 &&
+    return read_file(AT_FDCWD, path, GS_FRONT_MAX_SPEC, 0, &spec, &spec_len) == 1 &&
            !gs_front_spec_may_request(spec, (size_t)spec_len, r);
   }
   return 1;
@@ -240,7 +247,7 @@ static void try_front(int argc, char **argv, char **envp, const unsigned long *a
     return;
   char *config = 0;
   long config_len = 0;
-  const int found = read_file(config_path, GS_FRONT_MAX_CONFIG, &config, &config_len);
+  const int found = read_file(AT_FDCWD, config_path, GS_FRONT_MAX_CONFIG, 0, &config, &config_len);
   char build_id[2 * GS_MAX_BUILD_ID + 1];
   gs_build_id((const Elf64_Phdr *)aux_value(auxv, AT_PHDR), aux_value(auxv, AT_PHNUM), build_id);
   static struct gs_front_record record;

@@ -181,9 +181,11 @@ def test_a_create_that_may_ask_for_a_device_is_the_full_programs(gpuslice_runtim
 def test_containers_with_state_are_left_to_the_full_program(gpuslice_runtime, fresh_record, bundle, make_bundle,
                                                             fake_gpu, cid, gpuslice_state_dir, test_tmp):
     """A verb of a container that has a state dir may have more to do than
-    the runtime's (remove the state, add the CDI env, start the monitor
-    again): the front leaves it to the full program, whatever the dir
-    holds. Another container's verbs, and a plain verb, stay the front's."""
+    the runtime's (remove the state, add the CDI env): the front leaves
+    delete and exec to the full program, and the verbs that start a monitor
+    again (start, state, ...) where the dir has run/ (a container with
+    limits, the only kind with a monitor). Another container's verbs, and a
+    plain verb, stay the front's."""
     rt, log = gpuslice_runtime, test_tmp / "strace.log"
     # It runs until the test lets it end (a file in the fake driver's
     # directory, bound into it): the delete below must find it running,
@@ -193,8 +195,11 @@ def test_containers_with_state_are_left_to_the_full_program(gpuslice_runtime, fr
         rt, bundle, fake_gpu, cid, f"while [ ! -e {fake_gpu.MOUNT_DEST}/release ]; do sleep 0.05; done",
         gpuslice_state_dir)
     assert fresh_record.exists()
+    assert_took("fast", rt, log, "state", cid)  # devices without limits: no monitor
+    (state_dir / "run").mkdir()  # as a container with limits has it
     assert_took("full", rt, log, "state", cid)
-    assert_took("full", rt, log, "start", cid)
+    (state_dir / "run").rmdir()
+    assert_took("fast", rt, log, "start", cid)
     # exec gets the container's CDI env; the id after flags is still found
     process = test_tmp / "process.json"
     process.write_text(json.dumps({"args": ["true"], "cwd": "/", "env": ["PATH=/bin"], "user": {"uid": 0, "gid": 0}}))

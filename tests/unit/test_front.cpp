@@ -142,7 +142,8 @@ TEST_CASE("front: a verb's kind is what the full program does for it", "[front]"
     const auto cl = parse_command_line(a.argc(), a.ptrs.data());
     INFO(verb);
     CHECK((call.kind == GS_VERB_BUNDLE) == cl.edits_bundle());
-    CHECK((call.kind == GS_VERB_CONTAINER) == (cl.deletes() || cl.checks_monitor()));
+    CHECK((call.kind == GS_VERB_CONTAINER) == (cl.deletes() || cl.verb == "exec"));
+    CHECK((call.kind == GS_VERB_MONITORED) == (cl.checks_monitor() && cl.verb != "exec"));
   }
 }
 

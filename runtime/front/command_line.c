@@ -6,17 +6,10 @@
 
 #include "front.h"
 
-static int bytes_equal(const char *a, const char *b, size_t n) {
-  for (size_t i = 0; i < n; ++i)
-    if (a[i] != b[i])
-      return 0;
-  return 1;
-}
-
 /* Whether flag[0..len) is one of `list` (NUL-separated, an empty one last). */
 static int listed(const char *list, const char *flag, size_t len) {
   for (const char *f = list; *f; f += gs_strlen(f) + 1)
-    if (gs_strlen(f) == len && bytes_equal(f, flag, len))
+    if (gs_strlen(f) == len && gs_bytes_equal(f, flag, len))
       return 1;
   return 0;
 }
@@ -37,7 +30,7 @@ static const char none[] = "";
 
 /* Whether arg[0..len) is `flag`. */
 static int is(const char *arg, size_t len, const char *flag) {
-  return gs_strlen(flag) == len && bytes_equal(arg, flag, len);
+  return gs_strlen(flag) == len && gs_bytes_equal(arg, flag, len);
 }
 
 static enum gs_verb_kind kind_of(const char *verb) {

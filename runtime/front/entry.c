@@ -181,17 +181,9 @@ static unsigned long aux_value(const unsigned long *auxv, unsigned long type) {
   return 0;
 }
 
-/* path = dir "/" name, when it fits in `room` bytes. */
+/* path = dir "/" name, when it fits in `room` bytes (dir may be path). */
 static int join(char *path, size_t room, const char *dir, const char *name) {
-  size_t at = 0;
-  for (const char *c = dir; *c && at + 1 < room; ++c)
-    path[at++] = *c;
-  if (at + 1 < room)
-    path[at++] = '/';
-  for (const char *c = name; *c && at + 1 < room; ++c)
-    path[at++] = *c;
-  path[at] = '\0';
-  return at + 1 < room;
+  return gs_join_path(path, room, dir, gs_strlen(dir), name) == 0;
 }
 
 /* What lies at `path`, not followed: 1 a directory, 0 nothing (or no

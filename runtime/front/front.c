@@ -16,7 +16,7 @@ int gs_streq(const char *a, const char *b) {
   return *a == *b;
 }
 
-static int bytes_equal(const char *a, const char *b, size_t n) {
+int gs_bytes_equal(const char *a, const char *b, size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (a[i] != b[i])
       return 0;
@@ -72,7 +72,7 @@ static int take_list(char **p, char *end, const char *key, int *n, const char **
 
 int gs_front_parse_record(char *buf, size_t len, struct gs_front_record *r) {
   static const char magic[] = GS_FRONT_MAGIC;
-  if (len < sizeof magic - 1 || !bytes_equal(buf, magic, sizeof magic - 1))
+  if (len < sizeof magic - 1 || !gs_bytes_equal(buf, magic, sizeof magic - 1))
     return -1;
   char *p = buf + sizeof magic - 1, *end = buf + len;
   const char *line, *v;
@@ -102,13 +102,13 @@ int gs_front_record_matches(const struct gs_front_record *r, const char *build_i
     return 0;
   if (!config != !!r->config_absent)
     return 0;
-  return !config || (config_size == r->config_size && bytes_equal(config, r->config, config_size));
+  return !config || (config_size == r->config_size && gs_bytes_equal(config, r->config, config_size));
 }
 
 static int contains(const char *hay, size_t len, const char *needle) {
   const size_t n = gs_strlen(needle);
   for (size_t i = 0; n && i + n <= len; ++i)
-    if (hay[i] == needle[0] && bytes_equal(hay + i, needle, n))
+    if (hay[i] == needle[0] && gs_bytes_equal(hay + i, needle, n))
       return 1;
   return 0;
 }
@@ -123,7 +123,7 @@ int gs_front_spec_may_request(const char *json, size_t len, const struct gs_fron
   for (size_t i = 0; i < len; ++i) {
     if (json[i] == '\0' || (json[i] == '\\' && i + 1 < len && (json[i + 1] == 'u' || json[i + 1] == '/')))
       return 1;
-    if (i + sizeof key - 1 > len || !bytes_equal(json + i, key, sizeof key - 1))
+    if (i + sizeof key - 1 > len || !gs_bytes_equal(json + i, key, sizeof key - 1))
       continue;
     size_t j = i + sizeof key - 1;
     while (j < len && json_space(json[j]))
@@ -147,8 +147,7 @@ int gs_front_spec_may_request(const char *json, size_t len, const struct gs_fron
   return 0;
 }
 
-/* out = dir[0..dir_len) "/" name, when it fits in cap bytes with its NUL. */
-static int join_path(char *out, size_t cap, const char *dir, size_t dir_len, const char *name) {
+int gs_join_path(char *out, size_t cap, const char *dir, size_t dir_len, const char *name) {
   while (dir_len > 1 && dir[dir_len - 1] == '/')
     --dir_len;
   const size_t name_len = gs_strlen(name), sep = dir[dir_len - 1] != '/';
@@ -185,7 +184,7 @@ int gs_find_runtime(const char *const *names, int n, const char *path_env, char 
       while (dir[len] && dir[len] != ':')
         ++len;
       /* a relative entry would depend on the bundle's cwd: skipped */
-      if (dir[0] == '/' && join_path(out, cap, dir, len, name) == 0 && usable(out, ctx))
+      if (dir[0] == '/' && gs_join_path(out, cap, dir, len, name) == 0 && usable(out, ctx))
         return 0;
       dir += len + (dir[len] == ':');
     }

@@ -85,8 +85,13 @@ int gs_find_runtime(const char *const *names, int n, const char *path_env, char 
  * file name is that of its config path. */
 void gs_front_digest(const char *s, size_t len, char out[17]);
 
+/* out = dir[0..dir_len) "/" name (dir's trailing slashes dropped), when it
+ * fits in cap bytes with its NUL: 0, or -1. */
+int gs_join_path(char *out, size_t cap, const char *dir, size_t dir_len, const char *name);
+
 size_t gs_strlen(const char *s);
 int gs_streq(const char *a, const char *b);
+int gs_bytes_equal(const char *a, const char *b, size_t n);
 
 #ifdef __cplusplus
 }

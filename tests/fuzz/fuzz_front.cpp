@@ -7,6 +7,7 @@
 #include "gpuslice/common/config.hpp"
 #include "gpuslice/common/json_text.hpp"
 #include "gpuslice/runtime/front_record.hpp"
+#include "gpuslice/create/bundle_spec.hpp"
 #include "gpuslice/create/requests.hpp"
 
 #include "../../runtime/front/command_line.h"
@@ -35,8 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, std::size_t size) {
   std::vector<char> spec(bytes.begin(), bytes.end());
   if (!gs_front_spec_may_request(spec.data(), spec.size(), &r)) {
     try {
-      auto oci = parse_json<cdi::OciSpec>(bytes);
-      if (oci.is_object() && !create::collect_requests(oci, Config{}).empty())
+      const auto spec = create::BundleSpec::parse(bytes, "config.json");
+      if (!create::collect_requests(spec, Config{}).empty())
         std::abort(); // the front would have run a create with a request as a plain one
     } catch (const std::exception &) {
       // not a spec the full program takes either

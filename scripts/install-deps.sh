@@ -10,7 +10,7 @@ packages=(
   libseccomp-dev libcap-dev checkpolicy semodule-utils
   prometheus
   debhelper lintian rpm rpmlint file
-  runc crun containerd podman netavark busybox-static debootstrap iproute2 strace python3 python3-pytest python3-yaml python3-grpcio python3-grpc-tools python3-protobuf
+  runc crun containerd podman netavark busybox-static debootstrap iproute2 rsync strace python3 python3-pytest python3-yaml python3-grpcio python3-grpc-tools python3-protobuf
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -233,6 +233,91 @@ def test_gpuslice_create_reads_specs_through_root_cache_and_sees_a_changed_spec(
         gpuslice_runtime.delete(cid, force=True)
 
 
+OLD_MTIME = 946684800  # 2000-01-01: older than any spec file a create has seen
+
+
+def deployed_with_old_times(tool_argv: list[str], staged: Path, spec_dir: Path) -> None:
+    """Every file in `staged` (given OLD_MTIME first) deployed into
+    `spec_dir` by a tool that keeps times, as an operator's copy does."""
+    for f in staged.iterdir():
+        os.utime(f, (OLD_MTIME, OLD_MTIME))
+    subprocess.run(tool_argv, check=True, capture_output=True, text=True, cwd=staged.parent)
+    for f in staged.iterdir():
+        assert (spec_dir / f.name).stat().st_mtime == OLD_MTIME
+
+
+@pytest.mark.gpuslice
+def test_gpuslice_create_sees_spec_files_deployed_with_old_mtimes(gpuslice_runtime, bundle, fake_gpu, gpuslice_state_dir,
+                                                                  tmp_path, cid):
+    """Spec files added, replaced and edited by `cp -a`, `rsync -a` and
+    `tar x` keep their (old) mtimes, and an edit can keep the very inode,
+    size and mtime of the file it changes: root's spec cache is keyed on
+    each file's whole text, so the next create injects what each file says
+    now, and refuses a device that a late file defines twice."""
+    staged = tmp_path / "staged"
+    staged.mkdir()
+    spec_dir = fake_gpu.spec_dir
+
+    def create_env(device: str) -> list[str]:
+        bundle.annotate(ANNOTATION, fake_gpu.qualified(device))
+        bundle.write()
+        gpuslice_runtime.create(bundle, cid)
+        try:
+            return bundle.read()["process"]["env"]
+        finally:
+            gpuslice_runtime.delete(cid, force=True)
+
+    def extra_spec(env: str) -> str:
+        spec = {"cdiVersion": "0.6.0", "kind": fake_gpu.KIND,
+                "devices": [{"name": "late", "containerEdits": {
+                    "env": [env], "deviceNodes": [fake_gpu.node("/dev/nvidia1")]}}]}
+        return json.dumps(spec, indent=2) + "\n"
+
+    assert "GPUSLICE_FAKE_GPU0=present" in create_env("0")  # the fake GPU's spec, now in root's cache
+
+    # Added by cp -a: a device that no spec defined before.
+    (staged / "late.json").write_text(extra_spec("GPUSLICE_LATE=aaaa"))
+    deployed_with_old_times(["cp", "-a", "staged/late.json", str(spec_dir)], staged, spec_dir)
+    assert "GPUSLICE_LATE=aaaa" in create_env("late")
+
+    # Replaced by rsync -a (a new file renamed over the old), as old as the one it replaces.
+    (staged / "late.json").write_text(extra_spec("GPUSLICE_LATE=bbbbbb"))
+    deployed_with_old_times(["rsync", "-a", "staged/", str(spec_dir) + "/"], staged, spec_dir)
+    env = create_env("late")
+    assert "GPUSLICE_LATE=bbbbbb" in env and "GPUSLICE_LATE=aaaa" not in env
+
+    # Edited in place by cp -a over it: the same inode, size and mtime.
+    before = (spec_dir / "late.json").stat()
+    (staged / "late.json").write_text(extra_spec("GPUSLICE_LATE=cccccc"))
+    deployed_with_old_times(["cp", "-a", "staged/late.json", str(spec_dir)], staged, spec_dir)
+    after = (spec_dir / "late.json").stat()
+    assert (after.st_ino, after.st_size, after.st_mtime) == (before.st_ino, before.st_size, before.st_mtime)
+    env = create_env("late")
+    assert "GPUSLICE_LATE=cccccc" in env and "GPUSLICE_LATE=bbbbbb" not in env
+
+    # Replaced by tar x of a staged copy: again the same size and mtime.
+    (staged / "late.json").write_text(extra_spec("GPUSLICE_LATE=dddddd"))
+    for f in staged.iterdir():
+        os.utime(f, (OLD_MTIME, OLD_MTIME))
+    archive = tmp_path / "specs.tar"
+    subprocess.run(["tar", "-cf", str(archive), "-C", str(staged), "late.json"], check=True)
+    deployed_with_old_times(["tar", "-xf", str(archive), "-C", str(spec_dir)], staged, spec_dir)
+    assert (spec_dir / "late.json").stat().st_size == before.st_size
+    env = create_env("late")
+    assert "GPUSLICE_LATE=dddddd" in env and "GPUSLICE_LATE=cccccc" not in env
+
+    # Added by cp -a: a second file that defines device "0" again.
+    (staged / "late.json").unlink()
+    (staged / "again.json").write_text(json.dumps(fake_gpu.cdi_spec(), indent=2) + "\n")
+    deployed_with_old_times(["cp", "-a", "staged/again.json", str(spec_dir)], staged, spec_dir)
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.write()
+    p = gpuslice_runtime.create(bundle, cid, check=False)
+    assert p.returncode != 0 and "again.json" in p.stderr, p.stderr
+    assert not (gpuslice_state_dir / "containers" / cid).exists()
+    assert cid not in gpuslice_runtime.list_ids()
+
+
 def collection_comes(rt: ocitest.Runtime, make_bundle, gpu: ocitest.FakeGpu, state_dir: Path, cid: str) -> None:
     """The collection of stale state dirs that a create with devices makes
     now and then (once a minute), made to come now: its marker aged, then

@@ -189,8 +189,8 @@ int run(int argc, char **argv) {
 } // namespace
 
 // A static libstdc++'s default terminate handler prints the demangled type
-// of an uncaught exception, which links the demangler: 50 KiB of text that
-// every monitor would map. Every Error is caught in main; anything else is
+// of an uncaught exception, which links the demangler: text that every
+// monitor would map. Every Error is caught in main; anything else is
 // a bug, and aborts as it would anyway.
 namespace __gnu_cxx {
 void __verbose_terminate_handler() { std::abort(); }

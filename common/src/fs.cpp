@@ -88,9 +88,9 @@ std::string read_stat_fd(int fd, const struct stat &st, const std::string &shown
   // The rest: a file that grew, or one whose size stat does not tell
   // (/proc), into the string: first into what it holds already, then in
   // chunks that double, and never more than max_size + 1 bytes (enough to
-  // tell it is too large). resize zeroes what it adds: a /proc/PID/stat of
-  // 300 bytes, read with a max of 4096, took 12 KiB of fresh heap to find
-  // its end when every read asked for a new chunk.
+  // tell it is too large). resize zeroes what it adds: a short file read
+  // with a large max would take fresh heap to find its end if every read
+  // asked for a new chunk.
   std::size_t chunk = 4096;
   for (;;) {
     const std::size_t have = out.size();

@@ -19,10 +19,9 @@ namespace {
 constexpr std::size_t kMaxBundleConfigSize = 16u << 20;
 
 // linux.seccomp is kept as its text, not as a tree: gpuslice never reads
-// it, and a pod that asks for RuntimeDefault carries ~10 KB of it (every
-// system call allowed, by name). As a tree it was built and written back
-// on every create: +0.66 ms a create with devices on a small VM
-// (docs/start-overhead.md). It is still parsed, to the same depth bound
+// it, and a pod that asks for RuntimeDefault carries the largest part of
+// config.json in it (every system call allowed, by name): as a tree it
+// would be built and written back on every create. It is still parsed, to the same depth bound
 // and with the same refusal of a key given twice: only not built.
 
 std::size_t skip_space(std::string_view t, std::size_t i) {

@@ -12,9 +12,9 @@
  * Why the least recent sample of each kernel, and why sleep until
  * the bucket is half to fully refilled: on a real GPU, contexts time-slice,
  * and a kernel whose context is switched out between its two events is
- * measured with the other context's time in it (an H200, two 4096^2 matmul
- * loops: 2.67 ms alone, 5.2 ms for nearly every kernel next to a busy
- * neighbour). Charged that, a 30% container next to a 70% one got 16%. A
+ * measured with the other context's time in it (next to a busy neighbour
+ * nearly every kernel measures about twice its time alone). Charged that,
+ * a container's share falls far below its budget. A
  * sample is only ever stretched, so a kernel (function, grid, block) is
  * charged the least of its recent samples; and a throttled container
  * leaves the GPU in stretches of a good part of (100 - S)% of a window

@@ -3,10 +3,10 @@
 // process of ours once runc is exec'd (exec_create).
 //
 // Why: runc as a child puts one more sleep and wake-up, and this process's
-// exit, between runc's exit and the caller's (~2 ms of every GPU create on
-// a small VM, where waking an idle vCPU is dear). Here the process that
+// exit, between runc's exit and the caller's (dear where waking an idle
+// vCPU is slow, as on a small VM). Here the process that
 // records the init is a second one, the recorder, made with CLONE_VM: it
-// costs no copy of this 40 MB process's page tables, and once this process
+// costs no copy of this large static process's page tables, and once this process
 // has exec'd runc the old memory is the recorder's alone. It wakes when runc
 // exits, at the same time as the caller, and records the init on the other
 // CPU while the caller goes on. It then becomes the container's monitor

@@ -102,7 +102,7 @@ int exec_child(void *arg) {
 int run_runtime(const std::string &runtime, const std::vector<std::string> &args, ChildEnds ends) {
   auto argv = argv_of(runtime, args);
   // Not fork(): copying this process's page tables, then a copy-on-write
-  // fault on each page it writes while runc runs, cost ~1 ms of every create.
+  // fault on each page it writes while runc runs, is paid by every create.
   sigset_t caller_mask;
   SpawnArgs spawn{runtime.c_str(), argv.data(), ::getpid(), ends == ChildEnds::with_parent, &caller_mask};
   const pid_t child = spawn_sharing_memory(exec_child, &spawn, caller_mask);

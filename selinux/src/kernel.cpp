@@ -4,9 +4,8 @@
 // kernel context it already holds (context.cpp parses and prints them), so
 // the library had nothing to translate or look up. But linked in, its
 // constructor probed for selinuxfs (two statfs, /proc/filesystems, the
-// config file) in every process of gpuslice-runtime, ~50 µs on each
-// container's start, asked for or not; and its static archive dragged in
-// PCRE2 and, on RHEL, two -static packages from CRB.
+// config file) in every process of gpuslice-runtime, on each container's
+// start, asked for or not; and its static archive dragged in PCRE2 and, on RHEL, two -static packages from CRB.
 //
 // What each call does is what libselinux 3.x does for its _raw variant:
 //   enabled                 selinuxfs mounted read-write and /etc/selinux/config present

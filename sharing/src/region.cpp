@@ -102,8 +102,8 @@ UniqueFd create_region() {
   if (::ftruncate(fd.get(), static_cast<off_t>(GS_REGION_SIZE)) != 0)
     throw system_error("cannot size the region");
   // Sized, the memfd reads as zeros: only the header's fields are written,
-  // not a zeroed copy of the whole region (35 KiB of fresh heap, and as
-  // many of the memfd's pages, in every create with limits).
+  // not a zeroed copy of the whole region (fresh heap, and as many of the
+  // memfd's pages, in every create with limits).
   const HeaderFields header = fresh_header();
   write_all(fd.get(), header.data(), header.size());
   if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)

@@ -402,8 +402,8 @@ std::vector<std::string> collect_stale_now_and_then(const std::string &state_dir
   const std::string marker = fs::clean_path(state_dir) + "/" + kStaleCollected;
   // The system call, not the vDSO's clock_gettime: a create asks the time
   // nowhere else, and the vDSO's first call faults in its data page (which
-  // cannot be mapped in beforehand) and a page of its code, ~20 us on a VM
-  // against ~1 us for the call.
+  // cannot be mapped in beforehand) and a page of its code, dearer than
+  // the call.
   timespec now{};
   ::syscall(SYS_clock_gettime, CLOCK_REALTIME, &now);
   struct stat st {};

@@ -42,7 +42,7 @@ def record_of(rt: ocitest.Runtime) -> Path:
 
 
 def path_taken(rt: ocitest.Runtime, log: Path, *args: str, env: dict | None = None, prefix: tuple = ()) -> tuple[str, subprocess.CompletedProcess]:
-    """("fast" or "full", the call) for `rt` called with args under strace.
+    """("front" or "full", the call) for `rt` called with args under strace.
     A create is traced without its children: strace would wait for the
     container's init, which waits for `start`."""
     wrapper = rt.argv[0]
@@ -58,7 +58,7 @@ def path_taken(rt: ocitest.Runtime, log: Path, *args: str, env: dict | None = No
     if after.startswith("arch_prctl("):
         return "full", p
     assert after.startswith(f'execve("{rt.lowlevel.argv[0]}"'), events
-    return "fast", p
+    return "front", p
 
 
 def assert_took(expected: str, rt: ocitest.Runtime, log: Path, *args: str, **kw) -> subprocess.CompletedProcess:
@@ -68,13 +68,13 @@ def assert_took(expected: str, rt: ocitest.Runtime, log: Path, *args: str, **kw)
     return p
 
 
-def created_for_the_fast_path(rt: ocitest.Runtime, log: Path, bundle: ocitest.Bundle, cid: str) -> None:
+def created_then_seen_by_the_front(rt: ocitest.Runtime, log: Path, bundle: ocitest.Bundle, cid: str) -> None:
     """`cid` created without request (the full program saves the record),
-    then seen on the fast path."""
+    then passed through by the front."""
     bundle.shell("exit 0")
     bundle.write()
     rt.create(bundle, cid)
-    assert_took("fast", rt, log, "state", cid)
+    assert_took("front", rt, log, "state", cid)
 
 
 def created_with_a_device(rt: ocitest.Runtime, bundle: ocitest.Bundle, gpu: ocitest.FakeGpu, cid: str, script: str,
@@ -117,21 +117,21 @@ def test_container_without_request_starts_and_ends_through_the_front(gpuslice_ru
     assert b"\ntriggers 3\ncdi.k8s.io/\n" in record, record
 
     pid = int((bundle.path / f"{cid}.pid").read_text())
-    assert '"status": "created"' in assert_took("fast", rt, log, "state", cid).stdout
-    assert_took("fast", rt, log, "start", cid)
+    assert '"status": "created"' in assert_took("front", rt, log, "state", cid).stdout
+    assert_took("front", rt, log, "start", cid)
     assert ocitest.wait_pid(pid, 30) == 3
-    assert_took("fast", rt, log, "delete", cid)
+    assert_took("front", rt, log, "delete", cid)
     assert rt.list_ids() == []
     assert (bundle.path / f"{cid}.out").read_text() == "fast\n"
     assert not (gpuslice_state_dir / "containers" / cid).exists()
 
     # the record in place, a create that asks for nothing is the front's too
     second = cid + "-2"
-    assert_took("fast", rt, log, *create_args(bundle, second), prefix=QUIET)
+    assert_took("front", rt, log, *create_args(bundle, second), prefix=QUIET)
     pid = int((bundle.path / f"{second}.pid").read_text())
-    assert_took("fast", rt, log, "start", second)
+    assert_took("front", rt, log, "start", second)
     assert ocitest.wait_pid(pid, 30) == 3
-    assert_took("fast", rt, log, "delete", second)
+    assert_took("front", rt, log, "delete", second)
     assert not (gpuslice_state_dir / "containers" / second).exists()
 
 
@@ -195,24 +195,24 @@ def test_containers_with_state_are_left_to_the_full_program(gpuslice_runtime, fr
         rt, bundle, fake_gpu, cid, f"while [ ! -e {fake_gpu.MOUNT_DEST}/release ]; do sleep 0.05; done",
         gpuslice_state_dir)
     assert fresh_record.exists()
-    assert_took("fast", rt, log, "state", cid)  # devices without limits: no monitor
+    assert_took("front", rt, log, "state", cid)  # devices without limits: no monitor
     (state_dir / "run").mkdir()  # as a container with limits has it
     assert_took("full", rt, log, "state", cid)
     (state_dir / "run").rmdir()
-    assert_took("fast", rt, log, "start", cid)
+    assert_took("front", rt, log, "start", cid)
     # exec gets the container's CDI env; the id after flags is still found
     process = test_tmp / "process.json"
     process.write_text(json.dumps({"args": ["true"], "cwd": "/", "env": ["PATH=/bin"], "user": {"uid": 0, "gid": 0}}))
     assert_took("full", rt, log, "exec", "--process", str(process), cid)
     assert "GPUSLICE_FAKE_DRIVER=1" in process.read_text()
     # a verb the full program only passes on, and another container's
-    assert_took("fast", rt, log, "list")
+    assert_took("front", rt, log, "list")
     plain = make_bundle("plain")
     plain.shell("exit 0")
     plain.write()
     rt.create(plain, cid + "-plain")
-    assert_took("fast", rt, log, "state", cid + "-plain")
-    assert_took("fast", rt, log, "delete", "--force", cid + "-plain")
+    assert_took("front", rt, log, "state", cid + "-plain")
+    assert_took("front", rt, log, "delete", "--force", cid + "-plain")
     # a flag the front does not know: it cannot be sure which argument is the id
     taken, _ = path_taken(rt, log, "state", "--unknown-flag", cid + "-plain")
     assert taken == "full"
@@ -229,12 +229,12 @@ def test_containers_with_state_are_left_to_the_full_program(gpuslice_runtime, fr
 def test_any_change_of_the_config_goes_through_the_full_program(gpuslice_runtime, fresh_record, bundle, cid,
                                                                     test_tmp):
     rt, log = gpuslice_runtime, test_tmp / "strace.log"
-    created_for_the_fast_path(rt, log, bundle, cid)
+    created_then_seen_by_the_front(rt, log, bundle, cid)
     config = Path(rt.env["GPUSLICE_CONFIG"])
     config.write_bytes(config.read_bytes() + b"# one more comment\n")
     assert_took("full", rt, log, "state", cid)
-    assert fresh_record.read_bytes().endswith(b"# one more comment\n")  # saved again: fast from now on
-    assert_took("fast", rt, log, "state", cid)
+    assert fresh_record.read_bytes().endswith(b"# one more comment\n")  # saved again: passed through from now on
+    assert_took("front", rt, log, "state", cid)
     # not for a process that is not root's
     taken, _ = path_taken(rt, log, "state", cid, prefix=("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"))
     assert taken == "full"
@@ -244,7 +244,7 @@ def test_any_change_of_the_config_goes_through_the_full_program(gpuslice_runtime
 def test_only_a_record_of_roots_is_trusted(gpuslice_runtime, fresh_record, bundle, cid,
                                                                          test_tmp):
     rt, log = gpuslice_runtime, test_tmp / "strace.log"
-    created_for_the_fast_path(rt, log, bundle, cid)
+    created_then_seen_by_the_front(rt, log, bundle, cid)
 
     os.chmod(fresh_record, 0o620)
     assert_took("full", rt, log, "state", cid)
@@ -252,7 +252,7 @@ def test_only_a_record_of_roots_is_trusted(gpuslice_runtime, fresh_record, bundl
     os.chown(fresh_record, 65534, 0)
     assert_took("full", rt, log, "state", cid)
     assert fresh_record.stat().st_uid == 0
-    assert_took("fast", rt, log, "state", cid)
+    assert_took("front", rt, log, "state", cid)
 
     # a record directory others could write to
     mode = RECORD_DIR.stat().st_mode & 0o7777
@@ -262,7 +262,7 @@ def test_only_a_record_of_roots_is_trusted(gpuslice_runtime, fresh_record, bundl
         assert_took("full", rt, log, "state", cid)  # and none saved there
     finally:
         os.chmod(RECORD_DIR, mode)
-    assert_took("fast", rt, log, "state", cid)
+    assert_took("front", rt, log, "state", cid)
     rt.delete(cid)
 
 
@@ -272,7 +272,7 @@ def test_a_record_another_build_wrote_goes_through_the_full_program(gpuslice_run
     the decision of the build that wrote it: after an upgrade, the new
     binary's entry must not act on the old one's record."""
     rt, log = gpuslice_runtime, test_tmp / "strace.log"
-    created_for_the_fast_path(rt, log, bundle, cid)
+    created_then_seen_by_the_front(rt, log, bundle, cid)
     notes = subprocess.run(["readelf", "-n", rt.argv[0]], capture_output=True, text=True, check=True).stdout
     build_id = re.search(r"Build ID: ([0-9a-f]+)", notes).group(1)
     lines = fresh_record.read_bytes().split(b"\n")
@@ -282,7 +282,7 @@ def test_a_record_another_build_wrote_goes_through_the_full_program(gpuslice_run
     fresh_record.write_bytes(b"\n".join(lines))
     assert_took("full", rt, log, "state", cid)
     assert fresh_record.read_bytes().split(b"\n")[1] == b"writer " + build_id.encode()  # saved anew
-    assert_took("fast", rt, log, "state", cid)
+    assert_took("front", rt, log, "state", cid)
     rt.delete(cid)
 
 
@@ -306,13 +306,13 @@ def test_the_front_runs_the_runtime_the_full_program_would_find(gpuslice_runtime
     rt = ocitest.Runtime("gpuslice by name", gpuslice_runtime.argv, gpuslice_runtime.root, env=env, lowlevel=lowlevel)
     record = record_of(rt)
     try:
-        created_for_the_fast_path(rt, log, bundle, cid)
+        created_then_seen_by_the_front(rt, log, bundle, cid)
         (first / name).symlink_to(Path(gpuslice_runtime.argv[0]).resolve())  # itself, first in PATH: passed over
-        assert_took("fast", rt, log, "state", cid)
+        assert_took("front", rt, log, "state", cid)
         (first / name).unlink()
         shutil.copy2(gpuslice_runtime.lowlevel.argv[0], first / name)  # now found first
         rt.lowlevel = ocitest.Runtime(name, [str(first / name)], gpuslice_runtime.root)
-        assert_took("fast", rt, log, "state", cid)
+        assert_took("front", rt, log, "state", cid)
         rt.delete(cid)
     finally:
         record.unlink(missing_ok=True)

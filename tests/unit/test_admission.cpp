@@ -87,7 +87,7 @@ struct Node {
 
 } // namespace
 
-TEST_CASE("admission: a limits file's GPUs are its UUIDs, anything else one unnamed GPU", "[shim][admission]") {
+TEST_CASE("admission: a limits file's GPUs are its UUIDs, anything else one unnamed GPU", "[create][admission]") {
   sharing::Limits l{{{kGpuA, 1, std::nullopt, std::nullopt}, {"*", 1, std::nullopt, std::nullopt},
                      {"0", 1, std::nullopt, std::nullopt}},
                     ""};
@@ -95,7 +95,7 @@ TEST_CASE("admission: a limits file's GPUs are its UUIDs, anything else one unna
 }
 
 TEST_CASE("admission: the next container on a full GPU is refused naming it; other GPUs and whole GPUs are not",
-          "[shim][admission]") {
+          "[create][admission]") {
   Node n;
   n.create("c1", "v.com/gpu=a");
   n.create("c2", "v.com/gpu=a,v.com/gpu=b");
@@ -123,7 +123,7 @@ TEST_CASE("admission: the next container on a full GPU is refused naming it; oth
 }
 
 TEST_CASE("admission: devices that name no GPU count as one; a stale container frees its place",
-          "[shim][admission]") {
+          "[create][admission]") {
   Node n;
   n.create("u1", "v.com/gpu=unnamed");
   n.dead_container("dead", "*");
@@ -134,7 +134,7 @@ TEST_CASE("admission: devices that name no GPU count as one; a stale container f
                     Catch::StartsWith("the GPU of CDI devices that name none (no GPUSLICE_GPU_UUID) already hosts 2"));
 }
 
-TEST_CASE("admission: stale containers are looked for once a minute, or when a GPU looks full", "[shim][admission]") {
+TEST_CASE("admission: stale containers are looked for once a minute, or when a GPU looks full", "[create][admission]") {
   Node n;
   n.create("a1", "v.com/gpu=a"); // the first create looks
   n.dead_container("dead-b", kGpuB);
@@ -157,7 +157,7 @@ TEST_CASE("admission: stale containers are looked for once a minute, or when a G
   }
 }
 
-TEST_CASE("admission: a live container's unreadable limits file still takes a place", "[shim][admission]") {
+TEST_CASE("admission: a live container's unreadable limits file still takes a place", "[create][admission]") {
   Node n;
   n.create("c1", "v.com/gpu=a");
   const std::string limits = n.t / "state/containers/c1/limits";
@@ -166,7 +166,7 @@ TEST_CASE("admission: a live container's unreadable limits file still takes a pl
   CHECK(n.count() == std::map<std::string, int>{{kUnnamedGpu, 1}});
 }
 
-TEST_CASE("admission: concurrent creates against the last place: exactly one gets it", "[shim][admission]") {
+TEST_CASE("admission: concurrent creates against the last place: exactly one gets it", "[create][admission]") {
   Node n;
   n.config.max_containers_per_gpu = 1;
   constexpr int kCreates = 6;
@@ -230,7 +230,7 @@ TEST_CASE("admission: concurrent creates against the last place: exactly one get
 }
 
 TEST_CASE("admission: the memory limits of a GPU's containers may not add up to more than it has",
-          "[shim][admission]") {
+          "[create][admission]") {
   Node n;
   n.config.max_containers_per_gpu = 0;
   // What gpuslice-shim --query-gpus wrote at the first create since boot.
@@ -264,7 +264,7 @@ TEST_CASE("admission: the memory limits of a GPU's containers may not add up to 
   }
 }
 
-TEST_CASE("admission: on a node with one GPU, devices that name none are on it", "[shim][admission]") {
+TEST_CASE("admission: on a node with one GPU, devices that name none are on it", "[create][admission]") {
   Node n;
   n.t.write("state/gpu-memory", kGpuA + " 2147483648\n");
   n.create("u1", "v.com/gpu=unnamed");
@@ -272,7 +272,7 @@ TEST_CASE("admission: on a node with one GPU, devices that name none are on it",
   CHECK_THROWS_WITH(n.create("u2", "v.com/gpu=unnamed"), Catch::Contains("GPU " + kGpuA + " has 2 GiB of memory"));
 }
 
-TEST_CASE("admission: the GPUs' memory comes from NVML through gpuslice-shim, once", "[shim][admission]") {
+TEST_CASE("admission: the GPUs' memory comes from NVML through gpuslice-shim, once", "[create][admission]") {
   Node n;
   n.config.max_containers_per_gpu = 0;
   SECTION("no NVML: admitted, and the reason said") {

@@ -41,7 +41,7 @@ CommandLine parse(std::vector<const char *> args) {
 }
 } // namespace
 
-TEST_CASE("command line: global flags, verb, bundle and id as containerd passes them", "[shim]") {
+TEST_CASE("command line: global flags, verb, bundle and id as containerd passes them", "[create]") {
   auto cl = parse({"--root", "/run/containerd/runc/k8s.io", "--log", "/run/x/log.json", "--log-format", "json",
                    "--systemd-cgroup", "create", "--bundle", "/b", "--pid-file", "/b/init.pid", "ctr-1"});
   CHECK(cl.verb == "create");
@@ -86,7 +86,7 @@ TEST_CASE("command line: global flags, verb, bundle and id as containerd passes 
   CHECK(parse({"create", "x"}).bundle.empty()); // runc's default: the current dir
 }
 
-TEST_CASE("requests: annotations, qualified linux.devices, env only when accepted", "[shim]") {
+TEST_CASE("requests: annotations, qualified linux.devices, env only when accepted", "[create]") {
   Config config;
   auto spec = spec_of(R"({
     "annotations": {"cdi.k8s.io/dra_claim-b": "nvidia.com/gpu=1", "cdi.k8s.io/dra_claim-a": "nvidia.com/gpu=0,nvidia.com/gpu=1",
@@ -113,7 +113,7 @@ TEST_CASE("requests: annotations, qualified linux.devices, env only when accepte
                     Catch::Contains("linux.devices[0].path"));
 }
 
-TEST_CASE("env values: all, none, void, lists", "[shim]") {
+TEST_CASE("env values: all, none, void, lists", "[create]") {
   CHECK(devices_from_env_value("all", "nvidia.com/gpu") == std::vector<std::string>{"nvidia.com/gpu=all"});
   CHECK(devices_from_env_value("none", "nvidia.com/gpu").empty());
   CHECK(devices_from_env_value("void", "nvidia.com/gpu").empty());
@@ -122,7 +122,7 @@ TEST_CASE("env values: all, none, void, lists", "[shim]") {
   CHECK(devices_from_env_value("a.com/b=c,3", "k.io/g") == std::vector<std::string>{"a.com/b=c", "k.io/g=3"});
 }
 
-TEST_CASE("hooks are added once, with an explicit environment", "[shim]") {
+TEST_CASE("hooks are added once, with an explicit environment", "[create]") {
   Config config;
   config.hook_path = "/usr/bin/gpuslice-hook";
   auto spec = spec_of(R"({"process": {"env": ["LD_PRELOAD=/evil.so"]}, "hooks": {"createRuntime": [{"path": "/other"}]}})");
@@ -155,7 +155,7 @@ Config one_device_config(TempDir &t) {
 }
 } // namespace
 
-TEST_CASE("create_bundle for create: no hook; runc's pid file in the state dir unless one was given", "[shim]") {
+TEST_CASE("create_bundle for create: no hook; runc's pid file in the state dir unless one was given", "[create]") {
   TempDir t;
   const Config config = one_device_config(t);
   const std::string requested = R"({"process": {"env": []}, "annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}})";
@@ -184,7 +184,7 @@ TEST_CASE("create_bundle for create: no hook; runc's pid file in the state dir u
   CHECK(nothing.pid_file.empty()); // runc's arguments stay untouched
 }
 
-TEST_CASE("create_bundle: nothing requested leaves config.json alone; failures leave it unchanged", "[shim]") {
+TEST_CASE("create_bundle: nothing requested leaves config.json alone; failures leave it unchanged", "[create]") {
   TempDir t;
   const Config config = one_device_config(t);
   const std::string plain = R"({"process": {"env": []}, "annotations": {"other": "x"}})";
@@ -216,7 +216,7 @@ TEST_CASE("create_bundle: nothing requested leaves config.json alone; failures l
   CHECK_THROWS_WITH(prepare(t / "missing", "c4", config), Catch::Contains("config.json"));
 }
 
-TEST_CASE("find_runtime: absolute paths, PATH search, clear error", "[shim]") {
+TEST_CASE("find_runtime: absolute paths, PATH search, clear error", "[create]") {
   Config config;
   config.runtimes = {"/nonexistent/runc", "/bin/sh"};
   CHECK(find_runtime(config) == "/bin/sh");
@@ -225,7 +225,7 @@ TEST_CASE("find_runtime: absolute paths, PATH search, clear error", "[shim]") {
                                               Catch::Contains("install runc or crun"));
 }
 
-TEST_CASE("runtime log lines are what containerd's shim parses", "[shim]") {
+TEST_CASE("runtime log lines are what containerd's shim parses", "[create]") {
   TempDir t;
   write_runtime_log(t / "log.json", "json", "cannot create \"x\": \"quoted\"\nline");
   write_runtime_log(t / "log.txt", "text", "boom");
@@ -239,7 +239,7 @@ TEST_CASE("runtime log lines are what containerd's shim parses", "[shim]") {
   write_runtime_log("", "json", "ignored"); // no --log: nothing to do
 }
 
-TEST_CASE("bundle spec: typed accessors name the JSON path of what is wrong", "[shim][spec]") {
+TEST_CASE("bundle spec: typed accessors name the JSON path of what is wrong", "[create][spec]") {
   BundleSpec ok(cdi::OciSpec::parse(R"({"root": {"path": "rootfs", "readonly": true}, "annotations": {"a": "1", "n": 2},
                                         "process": {"env": ["A=1", 3]}})"));
   CHECK(ok.root_path() == "rootfs");
@@ -253,7 +253,7 @@ TEST_CASE("bundle spec: typed accessors name the JSON path of what is wrong", "[
   CHECK_THROWS_WITH(BundleSpec(cdi::OciSpec::parse(R"({"annotations": []})")).annotations(), Catch::Contains("annotations"));
 }
 
-TEST_CASE("bundle spec: linux.seccomp is written back as its very text, checked as the rest", "[shim][spec]") {
+TEST_CASE("bundle spec: linux.seccomp is written back as its very text, checked as the rest", "[create][spec]") {
   const std::string seccomp = R"({"defaultAction" : "SCMP_ACT_ERRNO","syscalls":[{"names":["read","wr\"ite"],)"
                               R"("action":"SCMP_ACT_ALLOW","args":[{"index":0,"value":1e3,"op":"SCMP_CMP_EQ"}]}],"x":1})";
   const std::string text = R"({"root":{"path":"rootfs"},"linux": {"namespaces":[{"type":"pid"}],"seccomp": )" +
@@ -293,7 +293,7 @@ TEST_CASE("bundle spec: linux.seccomp is written back as its very text, checked 
   CHECK(real.document()["x"]["linux"]["seccomp"]["c"] == 3); // built: not linux's
 }
 
-TEST_CASE("commit: every side effect or none", "[shim][spec]") {
+TEST_CASE("commit: every side effect or none", "[create][spec]") {
   TempDir t;
   Config config;
   config.state_dir = t / "state";

@@ -28,7 +28,7 @@ namespace {
 std::vector<ClaimedEnv> env_edits(std::vector<std::string> env) { return {{"v.com/gpu=0", std::move(env)}}; }
 } // namespace
 
-TEST_CASE("limits come from the CDI edits, or gpushare's env only when accepted", "[shim][sharing]") {
+TEST_CASE("limits come from the CDI edits, or gpushare's env only when accepted", "[create][sharing]") {
   Config config;
   const std::vector<std::string> none{"GPUSLICE_MEMORY_LIMIT=64Gi", "ALIYUN_COM_GPU_MEM_CONTAINER=3"};
   // The container's own GPUSLICE_* env is never a limit.
@@ -56,7 +56,7 @@ TEST_CASE("limits come from the CDI edits, or gpushare's env only when accepted"
   CHECK_THROWS_WITH(container_limits(env_edits({}), bad, config), Catch::Contains("ALIYUN_COM_GPU_MEM_CONTAINER"));
 }
 
-TEST_CASE("limits per claimed device and per GPU: 2 GPUs x 2 slices", "[shim][sharing]") {
+TEST_CASE("limits per claimed device and per GPU: 2 GPUs x 2 slices", "[create][sharing]") {
   Config config;
   const std::vector<std::string> oci;
   const std::string A = "GPU-aaaaaaaa-0000-0000-0000-000000000001", B = "GPU-bbbbbbbb-0000-0000-0000-000000000002";
@@ -91,7 +91,7 @@ TEST_CASE("limits per claimed device and per GPU: 2 GPUs x 2 slices", "[shim][sh
                     Catch::Contains("not a GPU UUID"));
 }
 
-TEST_CASE("preload: the interposer first, then the image's entries", "[shim][sharing]") {
+TEST_CASE("preload: the interposer first, then the image's entries", "[create][sharing]") {
   CHECK(merged_preload(std::nullopt) == std::string(kInterposerContainerPath) + "\n");
   CHECK(merged_preload(std::string("/lib/libjemalloc.so")) == std::string(kInterposerContainerPath) + "\n/lib/libjemalloc.so\n");
   CHECK_THROWS_AS(merged_preload(std::string("a\0b", 3)), Error);
@@ -128,7 +128,7 @@ std::vector<cdi::OciSpec> mounts_of(const std::string &bundle) {
 
 } // namespace
 
-TEST_CASE("create wires limits: state dir, region socket, read-only mounts, pins last", "[shim][sharing]") {
+TEST_CASE("create wires limits: state dir, region socket, read-only mounts, pins last", "[create][sharing]") {
   Node n;
   const std::string b = n.bundle("b", "0");
   n.t.write("b/rootfs/etc/ld.so.preload", "/usr/lib/libimage.so\n");
@@ -172,7 +172,7 @@ TEST_CASE("create wires limits: state dir, region socket, read-only mounts, pins
     CHECK(mounts[i]["options"] == cdi::OciSpec::parse(R"(["rbind", "ro", "nosuid", "nodev"])"));
 }
 
-TEST_CASE("create: pins go before every mount of the spec", "[shim][sharing]") {
+TEST_CASE("create: pins go before every mount of the spec", "[create][sharing]") {
   Node n;
   n.t.write("b/config.json", R"({"root": {"path": "rootfs"}, "annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}, "mounts": [
       {"destination": "/proc", "type": "proc", "source": "proc"},
@@ -191,7 +191,7 @@ TEST_CASE("create: pins go before every mount of the spec", "[shim][sharing]") {
 }
 
 TEST_CASE("create: burst mounts the node's activity table read-only; a read-only root gets no pins",
-          "[shim][sharing]") {
+          "[create][sharing]") {
   Node n;
   const std::string b = n.bundle("b", "burst", R"(, "readonly": true)");
   REQUIRE(prepare(b, "c", n.config).shared);
@@ -213,7 +213,7 @@ TEST_CASE("create: burst mounts the node's activity table read-only; a read-only
   CHECK(sharing::parse_limits(fs::read_file(n.t / "state/containers/c/limits")).activity == "/run/gpuslice/activity");
 }
 
-TEST_CASE("create: a /run the spec already mounts is not pinned again", "[shim][sharing]") {
+TEST_CASE("create: a /run the spec already mounts is not pinned again", "[create][sharing]") {
   Node n;
   n.t.write("b/config.json", R"({"root": {"path": "rootfs"}, "mounts": [{"destination": "/run", "type": "tmpfs", "source": "tmpfs"}],
       "annotations": {"cdi.k8s.io/x": "v.com/gpu=0"}})");
@@ -226,7 +226,7 @@ TEST_CASE("create: a /run the spec already mounts is not pinned again", "[shim][
 }
 
 TEST_CASE("create: symlinks and wrong types on gpuslice's destinations are refused, nothing left",
-          "[shim][sharing]") {
+          "[create][sharing]") {
   Node n;
   struct Case {
     const char *what;
@@ -266,7 +266,7 @@ TEST_CASE("create: symlinks and wrong types on gpuslice's destinations are refus
 
 TEST_CASE("create: a device without limits gets only its CDI env recorded; a failure leaves nothing; unsafe ids "
           "refused",
-          "[shim][sharing]") {
+          "[create][sharing]") {
   Node n;
   CHECK_FALSE(prepare(n.bundle("b2", "plain"), "ctr2", n.config).shared);
   const auto dir = state::open_container_dir(n.config.state_dir, "ctr2");
@@ -280,7 +280,7 @@ TEST_CASE("create: a device without limits gets only its CDI env recorded; a fai
   CHECK_THROWS_AS(prepare(n.bundle("b4", "0"), "../escape", n.config), Error);
 }
 
-TEST_CASE("exec: the recorded CDI env is added where the process does not set it", "[shim][exec]") {
+TEST_CASE("exec: the recorded CDI env is added where the process does not set it", "[create][exec]") {
   Node n;
   REQUIRE_FALSE(prepare(n.bundle("b", "plain"), "ctr", n.config).shared);
   n.t.write("process.json", R"({"args": ["sh"], "env": ["PATH=/bin", "A=mine"], "cwd": "/"})");
@@ -299,7 +299,7 @@ TEST_CASE("exec: the recorded CDI env is added where the process does not set it
 }
 
 TEST_CASE("create: a limit in the env that no claimed device gives is refused, config.json untouched",
-          "[shim][sharing]") {
+          "[create][sharing]") {
   Node n;
   // What containerd with enable_cdi leaves for a limited device passed only
   // in the CRI CDIDevices field: its edits applied, no annotation.

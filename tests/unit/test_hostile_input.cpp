@@ -139,7 +139,7 @@ TEST_CASE("parse_json builds what nlohmann's parser builds, and refuses a key gi
   CHECK_THROWS_WITH(parse_json("{\"a\": 1}\0 [[["s), "invalid JSON: a NUL byte at offset 8");
 }
 
-TEST_CASE("prepare_bundle: a deeply nested config.json is an error, not a crash", "[shim][hostile]") {
+TEST_CASE("prepare_bundle: a deeply nested config.json is an error, not a crash", "[create][hostile]") {
   TempDir t;
   t.write("cdi/gpu.yaml", "cdiVersion: 0.6.0\nkind: v.com/gpu\ndevices:\n  - name: \"0\"\n    containerEdits:\n      env: [G=0]\n");
   Config config;
@@ -192,7 +192,7 @@ TEST_CASE("rootfs: an image file that is not regular is never opened for reading
   CHECK(done == 0); // still blocked: nobody opened the FIFO for reading
 }
 
-TEST_CASE("unexpected JSON types are errors naming the JSON path, never nlohmann exceptions", "[shim][hostile]") {
+TEST_CASE("unexpected JSON types are errors naming the JSON path, never nlohmann exceptions", "[create][hostile]") {
   TempDir t;
   t.write("cdi/gpu.yaml", "cdiVersion: 0.6.0\nkind: v.com/gpu\ndevices:\n  - name: \"0\"\n    containerEdits:\n"
                           "      env: [G=0]\n      deviceNodes: [{path: /dev/null}]\n      mounts: [{hostPath: /tmp, containerPath: /m}]\n");

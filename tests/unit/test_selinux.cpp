@@ -244,7 +244,7 @@ TEST_CASE("selinux: the labeler labels only when asked and only what has a label
 }
 
 TEST_CASE("selinux: create labels each file of a container with limits, and nothing without a label or when off",
-          "[selinux][shim]") {
+          "[selinux][create]") {
   TempDir t;
   t.write("cdi/gpu.yaml", "cdiVersion: 0.6.0\nkind: v.com/gpu\ndevices:\n"
                           "  - name: \"0\"\n    containerEdits:\n      env: [GPUSLICE_MEMORY_LIMIT=256Mi]\n"

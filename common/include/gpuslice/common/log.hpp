@@ -40,8 +40,8 @@ std::string utc_timestamp(const struct timespec &t);
 // One info line in `program`'s log file, as setup's logger writes it
 // (the same pattern), without setting spdlog up: for a process whose only
 // line it is (gpuslice-runtime's create of a GPU container, with the
-// default level). Its logger, formatter and file stream were a third of
-// a create's own time on a small VM (docs/start-overhead.md). False, and
+// default level): its logger, formatter and file stream would be most of
+// the work such a create does itself. False, and
 // nothing written, when options do not log to a file or the file cannot
 // be opened: the caller logs through spdlog then (setup's fallback). A
 // failed write loses the line, as spdlog's would.

@@ -1,8 +1,8 @@
 // Starting a program from a large process without copying it.
 //
 // fork() copies the caller's page tables and then takes a copy-on-write
-// fault on each page either side writes: ~1 ms a fork for gpuslice-runtime
-// (a 40 MB static binary) on a small VM, twice for a daemon's double fork.
+// fault on each page either side writes: dear for gpuslice-runtime (a
+// large static binary), twice for a daemon's double fork.
 // The child here borrows the caller's memory until it execs, as
 // posix_spawn's does (CLONE_VM | CLONE_VFORK); the caller waits in the
 // clone meanwhile.

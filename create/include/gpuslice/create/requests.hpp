@@ -27,7 +27,7 @@ struct Requests {
 Requests collect_requests(const BundleSpec &spec, const Config &config);
 
 // What in a config.json's bytes makes a create more than an exec of the
-// runtime (for the fast path's record, fast_path_record.hpp): the annotation
+// runtime (for the front's record, runtime/front_record.hpp): the annotation
 // prefixes, the env names of requests when accepted, and the limits' env
 // names (refuse_limits_not_claimed, sharing.hpp). A spec that holds none
 // (nor an escape, nor a CDI name in linux.devices) has no request.

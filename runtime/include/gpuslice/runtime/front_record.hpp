@@ -1,4 +1,4 @@
-// The record gpuslice-runtime's front relies on (fast_path/front.h): what
+// The record gpuslice-runtime's front relies on (front/front.h): what
 // this build made of one config file's exact bytes, for the questions the
 // front asks before the C library starts. Written by the full program, the
 // config's only parser, whenever the record on disk is not that.

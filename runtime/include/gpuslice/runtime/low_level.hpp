@@ -10,7 +10,7 @@ namespace gpuslice::runtime {
 
 // The first of config.runtimes that is executable: an absolute path as is, a
 // name searched in $PATH (a standard PATH when unset), as the front looks
-// for it (fast_path/front.h's gs_find_runtime). Never gpuslice-runtime
+// for it (front/front.c's gs_find_runtime). Never gpuslice-runtime
 // itself, whatever it is installed as. Throws Error listing what was tried.
 std::string find_runtime(const Config &config);
 

@@ -84,8 +84,8 @@ void spawn_monitor(MonitorSetup setup);
 // monitor is its child until it exits). setup.cleanup and setup.name are
 // not used: `args` say what to clean.
 inline constexpr int kShimListenerFd = 3, kShimRegionFd = 4, kShimWatchedFd = 5, kShimActivityFd = 6;
-// The nice value the program starts at: its start-up (exec, ld.so:
-// milliseconds of CPU on a small VM) gives way to the container's own
+// The nice value the program starts at: its start-up (exec, ld.so)
+// gives way to the container's own
 // start on a small node. gpuslice-shim returns to 0 before its loop, and
 // loads NVML only at its first check.
 inline constexpr int kMonitorStartNice = 19;

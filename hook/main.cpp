@@ -15,7 +15,6 @@
 #include "gpuslice/hook/prepare.hpp"
 #include "gpuslice/state/container_dir.hpp"
 
-#include <spdlog/spdlog.h>
 
 #include <unistd.h>
 
@@ -76,12 +75,12 @@ int update_ldcache_main(int argc, char **argv) {
     log::setup("gpuslice-hook", config.log);
     const auto state = hook::parse_state(read_stdin());
     hook::update_ldcache(state, folders);
-    spdlog::info("container {}: ld cache updated with {}", state.id, join(folders, ", "));
-    spdlog::shutdown();
+    log::line("info", "container " + state.id + ": ld cache updated with " + join(folders, ", "));
+    log::flush();
     return 0;
   } catch (const std::exception &e) {
     std::fprintf(stderr, "gpuslice-hook update-ldcache: %s\n", e.what());
-    spdlog::error("update-ldcache: {}", e.what());
+    log::line("error", std::string("update-ldcache: ") + e.what());
     return 1;
   }
 }
@@ -107,20 +106,20 @@ int main(int argc, char **argv) {
     const auto state = hook::parse_state(state_json);
     if (stage == "poststop") {
       state::remove_container_dir(config.state_dir, state.id);
-      spdlog::info("container {}: state removed", state.id);
+      log::line("info", "container " + state.id + ": state removed");
     } else if (stage != "createContainer") { // runc runs that inside the container: its pid is not the host's
       const auto prepared = hook::prepare_container(state, state_json, config, config_path());
       for (const auto &w : prepared.warnings)
-        spdlog::warn("container {}: {}", state.id, w);
+        log::line("warn", "container " + state.id + ": " + w);
       if (prepared.injected)
-        spdlog::info("container {} ({}): injected {}", state.id, stage, join(prepared.devices, ", "));
+        log::line("info", "container " + state.id + " (" + stage + "): injected " + join(prepared.devices, ", "));
     }
-    spdlog::shutdown();
+    log::flush();
     return 0;
   } catch (const std::exception &e) {
     // Error (a refusal) or anything else (a bug): one line, never an abort.
     std::fprintf(stderr, "gpuslice-hook %s: %s\n", stage.c_str(), e.what());
-    spdlog::error("{}: {}", stage, e.what());
+    log::line("error", stage + ": " + e.what());
     return 1;
   }
 }

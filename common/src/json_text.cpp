@@ -2,6 +2,9 @@
 
 namespace gpuslice {
 
+template nlohmann::json parse_json<nlohmann::json>(std::string_view);
+template nlohmann::ordered_json parse_json<nlohmann::ordered_json>(std::string_view);
+
 void check_json_depth(std::string_view text, std::size_t max_depth) {
   std::size_t depth = 0;
   bool in_string = false;

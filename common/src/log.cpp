@@ -144,6 +144,10 @@ bool keeps(const Options &options, const std::string &level) {
   return threshold != spdlog::level::off && spdlog::level::from_str(level) >= threshold;
 }
 
+void line(std::string_view level, std::string_view message) {
+  spdlog::log(spdlog::level::from_str(std::string(level)), "{}", message);
+}
+
 void flush() {
   if (auto *logger = spdlog::default_logger_raw())
     logger->flush();

@@ -33,7 +33,6 @@
 #include "gpuslice/state/container_dir.hpp"
 
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -159,7 +158,7 @@ void fail_closed(const Recorder &r, const state::ContainerDir &dir, const std::o
   const std::string shown =
       "cannot record the init of container " + quote(r.id) + " or start its monitor (deleted again): " + message;
   write_runtime_log(r.log_path, r.log_format, "gpuslice: " + shown);
-  spdlog::error("{}", shown);
+  log::line("error", shown);
   // The dir stays, with the reason, for `start` to refuse with
   // (verb_monitored.cpp); it is stale as soon as this process, its
   // creator, exits, and goes with the delete that follows.
@@ -350,7 +349,7 @@ GPUSLICE_RAW_ONLY int record_after_runtime(void *arg) {
       try {
         monitor = record_or_clean_up(r, dir);
       } catch (const std::exception &e) {
-        spdlog::error("container {}: {}", r.id, e.what());
+        log::line("error", "container " + r.id + ": " + e.what());
       }
     }
     // The create's tidying, left to this process (the bundle is as given:

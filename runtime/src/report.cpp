@@ -3,7 +3,6 @@
 #include "gpuslice/common/log.hpp"
 #include "gpuslice/runtime/low_level.hpp"
 
-#include <spdlog/spdlog.h>
 
 #include <cstdio>
 
@@ -29,7 +28,7 @@ int fail(const CommandLine &cl, const Config &config, const std::string &message
 
 void log_line(const Config &config, const char *level, const std::string &message) {
   start_logging(config);
-  spdlog::log(spdlog::level::from_str(level), "{}", message);
+  log::line(level, message);
   log::flush();
 }
 
@@ -46,8 +45,8 @@ void log_injected(const Config &config, const std::string &id, const std::vector
     return;
   start_logging(config);
   for (const auto &w : warnings)
-    spdlog::warn("{}", w);
-  spdlog::info("{}", line);
+    log::line("warn", w);
+  log::line("info", line);
   log::flush();
 }
 

@@ -9,7 +9,6 @@
 #include "tempdir.hpp"
 
 #include <catch2/catch.hpp>
-#include <spdlog/spdlog.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -82,7 +81,7 @@ TEST_CASE("log: write_info_line writes the line setup's logger writes, or nothin
   o.directory = t / "log"; // made by either
   const std::string message = "container c1: injected vendor.example/gpu=0,vendor.example/gpu=1";
   log::setup("gpuslice-test", o);
-  spdlog::info("{}", message);
+  log::line("info", message);
   log::close();
   REQUIRE(log::write_info_line("gpuslice-test", o, message));
   const auto text = fs::read_file(t / "log/gpuslice-test.log", 4096);

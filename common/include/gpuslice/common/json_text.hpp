@@ -203,6 +203,12 @@ template <typename Json = nlohmann::json> Json parse_json(std::string_view text)
   });
 }
 
+// nlohmann's parser and the builder, instantiated once (json_text.cpp) for
+// the two document types rather than in every file that parses: they are
+// most of such a file's compile time.
+extern template nlohmann::json parse_json<nlohmann::json>(std::string_view);
+extern template nlohmann::ordered_json parse_json<nlohmann::ordered_json>(std::string_view);
+
 // Typed access to a member of a JSON object that someone else wrote: the
 // value, nullopt when the member is absent or null, and an Error naming
 // `where` (the member's JSON path, e.g. "linux.devices[2].path") when it is

@@ -47,6 +47,10 @@ std::string utc_timestamp(const struct timespec &t);
 // failed write loses the line, as spdlog's would.
 bool write_info_line(const std::string &program, const Options &options, std::string_view message);
 
+// One line at `level` ("info", "warn", "error", ...) through the default
+// logger (setup's). The one way the programs log: spdlog stays in log.cpp.
+void line(std::string_view level, std::string_view message);
+
 // Writes out what the default logger holds, before an exec or an exit. Not
 // spdlog::shutdown(): that drops the default logger, and a later line (an
 // error after an info) would then go through a null logger.

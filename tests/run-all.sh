@@ -9,4 +9,6 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUSLICE_WERROR="${GPUSL
   -DGPUSLICE_DEBUG_INFO="${GPUSLICE_DEBUG_INFO:-full}"
 cmake --build build -j"$(nproc)"
 cd build
-ctest --output-on-failure "$@"
+# In parallel: the tests that start containers take a lock among themselves
+# (tests/integration/CMakeLists.txt); the rest runs beside them.
+ctest --output-on-failure -j"$(nproc)" "$@"

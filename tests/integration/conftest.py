@@ -338,17 +338,22 @@ def add_containerd_and_a_cdi_spec(root: Path) -> None:
         '    containerEdits:\n      env: ["DEMO=1"]\n')
 
 
-def package_build_env(dist: Path, **extra: str) -> dict[str, str]:
-    """Environment of `packaging/build.sh`: output in `dist`, the compiler
-    of GPUSLICE_PACKAGE_CC / GPUSLICE_PACKAGE_CXX (CI: g++ 11, the compiler
-    of Ubuntu 22.04 and RHEL 9), and no debug info: both packages are
-    stripped, gcc's -g never changes the code, and it is a third of the
-    build's time."""
-    env = dict(os.environ, DIST=str(dist), GPUSLICE_NO_DEBUG_INFO="1", **extra)
-    for var in ("CC", "CXX"):
-        if os.environ.get(f"GPUSLICE_PACKAGE_{var}"):
-            env[var] = os.environ[f"GPUSLICE_PACKAGE_{var}"]
-    return env
+def built_package(kind: str, tmp_path_factory) -> Path:
+    """The package the package tests install: the one in GPUSLICE_DEB /
+    GPUSLICE_RPM (a file, or the dir ctest's `packaging: build the .KIND`
+    built it into, beside the tests that start containers), else built
+    here by tests/packaging/build_package.sh."""
+    given = os.environ.get(f"GPUSLICE_{kind.upper()}")
+    dist = Path(given).resolve() if given else tmp_path_factory.mktemp("dist")
+    if dist.is_file():
+        return dist
+    if not given:
+        p = subprocess.run(["bash", str(REPO / "tests" / "packaging" / "build_package.sh"), kind, str(dist)],
+                           capture_output=True, text=True, timeout=1200)
+        assert p.returncode == 0, p.stdout + p.stderr
+    found = list(dist.glob(f"gpuslice*.{kind}"))
+    assert len(found) == 1, f"{dist}: {list(dist.iterdir()) if dist.is_dir() else 'no such dir'}"
+    return found[0]
 
 
 def check_packaged_floors(root: Path, interposer_dir: str) -> None:

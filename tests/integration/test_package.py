@@ -25,22 +25,12 @@ import pytest
 
 import ocitest
 from conftest import (KIND, REPO, ROOT_ENV, add_containerd_and_a_cdi_spec, built, check_packaged_floors,
-                      fake_driver_cdi_spec, in_root, package_build_env)
+                      built_package, fake_driver_cdi_spec, in_root)
 
 
 @pytest.fixture(scope="module")
 def deb(tmp_path_factory) -> Path:
-    if os.environ.get("GPUSLICE_DEB"):  # a .deb built before (to iterate on these tests)
-        return Path(os.environ["GPUSLICE_DEB"]).resolve()
-    dist = tmp_path_factory.mktemp("dist")
-    # no -dbgsym package: the tests do not need it, and it takes time
-    env = package_build_env(dist, DEB_BUILD_OPTIONS="noddebs")
-    p = subprocess.run(["bash", str(REPO / "packaging" / "build.sh"), "deb"], env=env, capture_output=True,
-                       text=True, timeout=1200)
-    assert p.returncode == 0, p.stdout + p.stderr
-    debs = [d for d in dist.glob("gpuslice_*.deb")]
-    assert len(debs) == 1, list(dist.iterdir())
-    return debs[0]
+    return built_package("deb", tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, ROOT_ENV, add_containerd_and_a_cdi_spec, check_packaged_floors, in_root, package_build_env
+from conftest import REPO, ROOT_ENV, add_containerd_and_a_cdi_spec, built_package, check_packaged_floors, in_root
 
 # What a RHEL 9.4 node provides for each thing the package may require, and
 # from where: sonames -> (package, repository). Nothing from EPEL or CRB.
@@ -61,15 +61,7 @@ def version_tuple(text: str) -> tuple[int, ...]:
 
 @pytest.fixture(scope="module")
 def rpm(tmp_path_factory) -> Path:
-    if os.environ.get("GPUSLICE_RPM"):  # an .rpm built before (to iterate on these tests)
-        return Path(os.environ["GPUSLICE_RPM"]).resolve()
-    dist = tmp_path_factory.mktemp("dist")
-    p = subprocess.run(["bash", str(REPO / "packaging" / "build.sh"), "rpm"], env=package_build_env(dist),
-                       capture_output=True, text=True, timeout=1200)
-    assert p.returncode == 0, p.stdout + p.stderr
-    rpms = list(dist.glob("gpuslice-*.rpm"))
-    assert len(rpms) == 1, list(dist.iterdir())
-    return rpms[0]
+    return built_package("rpm", tmp_path_factory)
 
 
 def query(rpm: Path, *args: str) -> str:

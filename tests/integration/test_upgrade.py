@@ -2,11 +2,11 @@
 release that wrote state format 2 (docs/state.md, "Upgrades"), finished by
 this build.
 
-The old release is built from this repository's own history (`git archive`
-of LAST_FORMAT_2_RELEASE, its runtime and monitor only, unoptimised: what
-matters is what it writes), once per build dir (GPUSLICE_UPGRADE_DIR). A
-clone without that commit (a shallow one) fails here, naming the fix: the
-test never quietly passes without the old build.
+The old release is built from this repository's own history
+(build_last_release.sh: `git archive` of that commit, its runtime and
+monitor only), once per build dir (GPUSLICE_UPGRADE_DIR). A clone without
+that commit (a shallow one) fails here, naming the fix: the test never
+quietly passes without the old build.
 """
 from __future__ import annotations
 
@@ -23,47 +23,19 @@ import pytest
 import ocitest
 from conftest import KIND, built
 
-# The last commit whose gpuslice-runtime writes state format 2: one file
-# per fact (format, creator, init, monitor, cdi-env, monitor-args, ...).
-LAST_FORMAT_2_RELEASE = "b03e90978cea2d34b65366db0cd01eae331173b4"
 REPO = Path(__file__).resolve().parents[2]
 LEGACY_FILES = {"format", "creator", "cdi-env"}
 
 
-def run(argv: list[str], **kw) -> None:
-    p = subprocess.run(argv, capture_output=True, text=True, **kw)
-    assert p.returncode == 0, f"{' '.join(argv)}: exit {p.returncode}\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}"
-
-
 @pytest.fixture(scope="session")
 def last_release() -> Path:
-    """The bin dir of the old build: its gpuslice-runtime and gpuslice-shim."""
+    """The bin dir of the old build (build_last_release.sh, which does
+    nothing when ctest's setup test has built it already)."""
     base = Path(os.environ.get("GPUSLICE_UPGRADE_DIR") or REPO / "build" / "upgrade")
-    build = base / f"build-{LAST_FORMAT_2_RELEASE[:12]}"
-    bin_dir = build / "shim"  # where that release's CMake put both programs
-    if (bin_dir / "gpuslice-runtime").exists() and (bin_dir / "gpuslice-shim").exists():
-        return bin_dir
-    has = subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{LAST_FORMAT_2_RELEASE}^{{commit}}"],
-                         capture_output=True, text=True)
-    if has.returncode != 0:
-        pytest.fail(f"the upgrade test builds commit {LAST_FORMAT_2_RELEASE} from this repository's history, "
-                    f"which {REPO} lacks (a shallow clone? git fetch --unshallow): {has.stderr.strip()}")
-    src = base / f"src-{LAST_FORMAT_2_RELEASE[:12]}"
-    if src.exists():
-        shutil.rmtree(src)
-    src.mkdir(parents=True)
-    archive = subprocess.Popen(["git", "-C", str(REPO), "archive", LAST_FORMAT_2_RELEASE], stdout=subprocess.PIPE)
-    run(["tar", "-x", "-C", str(src)], stdin=archive.stdout)
-    assert archive.wait() == 0
-    # The environment of CI's own build (GPUSLICE_WERROR, compilers) is not
-    # that release's concern: a plain configure, no tests, no static link.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUSLICE_")}
-    run(["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Debug", "-DCMAKE_CXX_FLAGS_DEBUG=-O0",
-         "-DCMAKE_C_FLAGS_DEBUG=-O0", "-DBUILD_TESTING=OFF", "-DGPUSLICE_STATIC_HELPERS=OFF",
-         "-DGPUSLICE_HOT_TEXT_ORDER=OFF", "-DGPUSLICE_WERROR=OFF"], env=env)
-    run(["cmake", "--build", str(build), f"-j{os.cpu_count() or 2}", "--target", "gpuslice-runtime", "gpuslice-shim"],
-        env=env, timeout=900)
-    return bin_dir
+    p = subprocess.run(["bash", str(Path(__file__).parent / "build_last_release.sh"), str(base)],
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return base / "build" / "shim"
 
 
 @pytest.fixture

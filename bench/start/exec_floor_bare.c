@@ -1,10 +1,10 @@
 /* The floor of any runc wrapper, without a C library: the kernel's entry
  * point finds GPUSLICE_FLOOR_RUNTIME in the environment and execs it with
- * the arguments untouched, the way gpuslice-runtime's fast path execs the
+ * the arguments untouched, the way gpuslice-runtime's front execs the
  * runtime before glibc starts (runtime/front/entry.c). What bench_start.py
  * measures for it is one exec and nothing else: exec_floor, a static glibc
- * program, adds glibc's start-up (~0.4 ms a call on a VM where page faults
- * are dear), which made a floor that gpuslice-runtime could pass.
+ * program, adds glibc's start-up, which made a floor that gpuslice-runtime
+ * could pass.
  *
  * x86-64 only; exit status 127 when the variable is
  * unset or the exec fails, as a shell's for a command it cannot run. */

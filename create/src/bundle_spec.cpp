@@ -211,7 +211,7 @@ private:
 cdi::OciSpec parse_with_seccomp_as_text(std::string_view text, const std::string &placeholder) {
   return parse_json<cdi::OciSpec>(text, [&](json_detail::DocumentBuilder<cdi::OciSpec> &builder) {
     SeccompAsText sax(builder, placeholder);
-    const bool parsed = cdi::OciSpec::sax_parse(text.begin(), text.end(), &sax);
+    const bool parsed = sax_parse_text<cdi::OciSpec>(text, sax);
     if (parsed && !sax.found()) // not where the text walk found it: never for a text that parses
       throw Error("linux.seccomp not where it was found in the text");
     return parsed;

@@ -25,6 +25,7 @@
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fd.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/json_text.hpp"
 #include "gpuslice/common/log.hpp"
 #include "gpuslice/common/strings.hpp"
 #include "gpuslice/shim/loop.hpp"
@@ -201,7 +202,12 @@ std::optional<int> init_pid_from_runtime_state(const Recorder &r) {
   const ssize_t n = ::pread(out.get(), buf.data(), buf.size(), 0);
   if (n <= 0)
     return std::nullopt;
-  const auto state = nlohmann::json::parse(buf.data(), buf.data() + n, nullptr, false);
+  nlohmann::json state;
+  try {
+    state = parse_json(std::string_view(buf.data(), static_cast<size_t>(n)));
+  } catch (const Error &) {
+    return std::nullopt;
+  }
   if (!state.is_object() || !state.contains("pid") || !state["pid"].is_number_integer() || state["pid"].get<long>() <= 0 ||
       state["pid"].get<long>() > INT32_MAX || !state.contains("bundle") || !state["bundle"].is_string())
     return std::nullopt;

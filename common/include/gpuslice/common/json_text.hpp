@@ -197,9 +197,18 @@ template <typename Json, typename Run> Json parse_json(std::string_view text, Ru
   return builder.take();
 }
 
+// The events of `text` to `sax` (strict, no comments), from nlohmann's JSON
+// text parser itself: Json::sax_parse would also instantiate its CBOR,
+// MessagePack, UBJSON and BSON readers, which every program that parses
+// (gpuslice-shim too, one per container) would then carry.
+template <typename Json, typename Sax> bool sax_parse_text(std::string_view text, Sax &sax) {
+  auto input = nlohmann::detail::input_adapter(text.begin(), text.end());
+  return nlohmann::detail::parser<Json, decltype(input)>(std::move(input), nullptr, true, false).sax_parse(&sax, true);
+}
+
 template <typename Json = nlohmann::json> Json parse_json(std::string_view text) {
   return parse_json<Json>(text, [&](json_detail::DocumentBuilder<Json> &builder) {
-    return Json::sax_parse(text.begin(), text.end(), &builder);
+    return sax_parse_text<Json>(text, builder);
   });
 }
 

@@ -13,6 +13,7 @@
 #include "command_line.h"
 #include "front.h"
 #include "gpuslice/common/build_id.h"
+#include "gpuslice/common/raw_syscall.h"
 #include "gpuslice/state/names.h"
 
 #include <asm/unistd.h>
@@ -44,14 +45,6 @@ __asm__(".text\n"
         "  xor %r12d, %r12d\n"
         "  jmp _start\n"
         ".size gpuslice_runtime_entry, .-gpuslice_runtime_entry\n");
-
-static long sys_call(long n, long a, long b, long c, long d, long e) {
-  register long r10 __asm__("r10") = d;
-  register long r8 __asm__("r8") = e;
-  long ret;
-  __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8) : "rcx", "r11", "memory");
-  return ret;
-}
 #elif defined(__aarch64__)
 __asm__(".text\n"
         ".globl gpuslice_runtime_entry\n"
@@ -67,27 +60,16 @@ __asm__(".text\n"
         "  mov x20, xzr\n"
         "  b _start\n"
         ".size gpuslice_runtime_entry, .-gpuslice_runtime_entry\n");
-
-static long sys_call(long n, long a, long b, long c, long d, long e) {
-  register long x8 __asm__("x8") = n;
-  register long x0 __asm__("x0") = a;
-  register long x1 __asm__("x1") = b;
-  register long x2 __asm__("x2") = c;
-  register long x3 __asm__("x3") = d;
-  register long x4 __asm__("x4") = e;
-  __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory");
-  return x0;
-}
 #else
 #error "the front is written for x86-64 and aarch64 (runtime/CMakeLists.txt)"
 #endif
 
 static int sys_openat(int dir, const char *path, int flags) {
-  return (int)sys_call(__NR_openat, dir, (long)path, flags, 0, 0);
+  return (int)gs_raw_syscall(__NR_openat, dir, (long)path, flags, 0, 0);
 }
-static void sys_close(int fd) { sys_call(__NR_close, fd, 0, 0, 0, 0); }
+static void sys_close(int fd) { gs_raw_syscall(__NR_close, fd, 0, 0, 0, 0); }
 static long sys_statx(int dir, const char *path, int flags, struct statx *st) {
-  return sys_call(__NR_statx, dir, (long)path, flags, STATX_TYPE | STATX_MODE | STATX_UID | STATX_INO, (long)st);
+  return gs_raw_syscall(__NR_statx, dir, (long)path, flags, STATX_TYPE | STATX_MODE | STATX_UID | STATX_INO, (long)st);
 }
 
 /* What a call reads, one after the other. Static: the stack stays as small
@@ -103,7 +85,7 @@ static long read_all(int fd, size_t max, char **out) {
   char *const buf = arena.bytes + arena.used;
   size_t got = 0;
   for (;;) {
-    const long n = sys_call(__NR_read, fd, (long)(buf + got), (long)(max + 1 - got), 0, 0);
+    const long n = gs_raw_syscall(__NR_read, fd, (long)(buf + got), (long)(max + 1 - got), 0, 0);
     if (n == -EINTR)
       continue;
     if (n < 0 || (got += (size_t)n) > max)
@@ -158,7 +140,7 @@ static int usable(const char *path, void *ctx) {
   const struct self *self = ctx;
   struct statx st;
   return sys_statx(AT_FDCWD, path, 0, &st) == 0 && S_ISREG(st.stx_mode) &&
-         sys_call(__NR_faccessat, AT_FDCWD, (long)path, 1 /* X_OK */, 0, 0) == 0 &&
+         gs_raw_syscall(__NR_faccessat, AT_FDCWD, (long)path, 1 /* X_OK */, 0, 0) == 0 &&
          !(st.stx_ino == self->ino && st.stx_dev_major == self->dev_major && st.stx_dev_minor == self->dev_minor);
 }
 
@@ -257,7 +239,7 @@ static void try_front(int argc, char **argv, char **envp, const unsigned long *a
     return; /* the full program says what it looked for */
   char *const own_name = argv[0];
   argv[0] = runtime;
-  sys_call(__NR_execve, (long)runtime, (long)argv, (long)envp, 0, 0);
+  gs_raw_syscall(__NR_execve, (long)runtime, (long)argv, (long)envp, 0, 0);
   argv[0] = own_name; /* the full program says why */
 }
 

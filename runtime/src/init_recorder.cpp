@@ -27,6 +27,7 @@
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/json_text.hpp"
 #include "gpuslice/common/log.hpp"
+#include "gpuslice/common/raw_syscall.h"
 #include "gpuslice/common/strings.hpp"
 #include "gpuslice/shim/loop.hpp"
 #include "gpuslice/create/monitor_setup.hpp"
@@ -68,21 +69,8 @@ namespace {
 // A system call that leaves errno alone (the recorder's errno is this
 // process's until runc exits): the result, or -errno.
 GPUSLICE_RAW_ONLY long raw_syscall(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0) {
-#if defined(__x86_64__)
-  register long r10 __asm__("r10") = d;
-  register long r8 __asm__("r8") = e;
-  long ret;
-  __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8) : "rcx", "r11", "memory");
-  return ret;
-#elif defined(__aarch64__)
-  register long x8 __asm__("x8") = n;
-  register long x0 __asm__("x0") = a;
-  register long x1 __asm__("x1") = b;
-  register long x2 __asm__("x2") = c;
-  register long x3 __asm__("x3") = d;
-  register long x4 __asm__("x4") = e;
-  __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory");
-  return x0;
+#ifdef GS_HAVE_RAW_SYSCALL
+  return gs_raw_syscall(n, a, b, c, d, e);
 #else
   // Elsewhere libc's wrapper: errno may be written under this process.
   const long ret = ::syscall(n, a, b, c, d, e);

@@ -360,6 +360,31 @@ std::vector<std::string> BundleSpec::cdi_device_names() const {
   return names;
 }
 
+std::vector<cdi::DeviceNode> BundleSpec::device_nodes() const {
+  std::vector<cdi::DeviceNode> nodes;
+  const auto *devs = linux_devices(doc_);
+  for (std::size_t i = 0; devs && i < devs->size(); ++i) {
+    const auto &entry = (*devs)[i];
+    const std::string at = "linux.devices[" + std::to_string(i) + "]";
+    const auto path = string_member(entry, "path", at + ".path");
+    if (!path || path->empty() || (*path)[0] != '/')
+      continue;
+    cdi::DeviceNode node;
+    node.path = *path;
+    node.type = string_member(entry, "type", at + ".type").value_or("");
+    for (auto [key, number] : {std::pair{"major", &node.major}, std::pair{"minor", &node.minor}}) {
+      const auto it = entry.find(key);
+      if (it == entry.end())
+        continue;
+      if (!it->is_number_integer())
+        throw Error(at + "." + key + " is not an integer");
+      *number = it->get<int64_t>();
+    }
+    nodes.push_back(std::move(node));
+  }
+  return nodes;
+}
+
 bool BundleSpec::mounts_at(std::string_view destination) const {
   return any_destination(doc_, [&](const std::string &d) { return d == destination; });
 }

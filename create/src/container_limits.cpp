@@ -134,11 +134,10 @@ void refuse_limits_not_claimed(const std::vector<std::string> &process_env) {
   for (const char *key : kLimitEnvVars)
     if (env_value(process_env, key))
       throw Error(std::string("the container's environment sets ") + key +
-                  ", but no device it claims through a cdi.k8s.io/ container annotation carries a limit, so "
-                  "gpuslice would not enforce it: refusing to start it unlimited. A device passed only in the "
-                  "CRI CDIDevices field is applied by containerd (enable_cdi) without gpuslice-runtime seeing "
-                  "it: the DRA driver or device plugin must also set the annotation (with podman's --device, add "
-                  "--annotation cdi.k8s.io/NAME=DEVICE)");
+                  ", but neither a device it claims through a cdi.k8s.io/ container annotation nor one the engine "
+                  "applied from a CDI spec (that device's GPUSLICE_ variables in the env and its device nodes in "
+                  "linux.devices) carries that limit, so gpuslice would not enforce it: refusing to start it "
+                  "unlimited");
 }
 
 std::string merged_preload(const std::optional<std::string> &image_preload) {

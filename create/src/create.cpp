@@ -14,9 +14,16 @@ Context context_of(const Config &config, const std::string &config_file, const s
   return {config, config_file, id, state::container_dir_path(config.state_dir, id), bundle_dir, hooks};
 }
 
+std::vector<std::string> devices_of(const Facts &facts) {
+  std::vector<std::string> out = facts.requests.devices;
+  for (const auto &name : facts.applied)
+    out.push_back(name + " (applied by the engine)");
+  return out;
+}
+
 Plan plan_create(BundleSpec &spec, const Facts &facts, const Context &ctx, selinux::System &system) {
   Plan plan;
-  if (facts.requests.empty())
+  if (facts.asks_nothing())
     return plan;
   plan.warnings = facts.warnings;
   for (const auto &m : modifiers(system))
@@ -31,7 +38,7 @@ std::optional<Created> create_bundle(BundleCreate &request, const Config &config
   const Context ctx = context_of(config, config_file, request.container_id, bundle,
                                  request.run ? HookMode::add : HookMode::none);
   Facts facts = gather_facts(spec, ctx);
-  if (facts.requests.empty())
+  if (facts.asks_nothing())
     return std::nullopt;
   Plan plan = plan_create(spec, facts, ctx);
   if (request.pid_file.empty())
@@ -53,7 +60,7 @@ std::optional<Created> create_bundle(BundleCreate &request, const Config &config
       throw system_error("cannot remove the pid file " + quote(request.pid_file) + " an earlier container left");
     spec.save(path);
   });
-  return Created{std::move(committed.dir), std::move(committed.monitor), facts.requests.devices, plan.warnings,
+  return Created{std::move(committed.dir), std::move(committed.monitor), devices_of(facts), plan.warnings,
                  plan.monitor};
 }
 

@@ -28,7 +28,7 @@ Prepared prepare_container(const ContainerState &state, const std::string &state
   const create::BundleSpec before = spec;
   const create::Context ctx = create::context_of(config, config_file, state.id, state.bundle, create::HookMode::none);
   create::Facts facts = create::gather_facts(spec, ctx);
-  if (facts.requests.empty())
+  if (facts.asks_nothing())
     return out; // asks for nothing: no state dir, nothing to undo
   create::Plan plan = create::plan_create(spec, facts, ctx);
   const std::string root = spec.root_path();
@@ -46,7 +46,7 @@ Prepared prepare_container(const ContainerState &state, const std::string &state
                            "them; gpuslice-runtime gives them to the container)");
   out.warnings.insert(out.warnings.end(), plan.warnings.begin(), plan.warnings.end());
   out.injected = true;
-  out.devices = facts.requests.devices;
+  out.devices = create::devices_of(facts);
   return out;
 }
 

@@ -320,22 +320,41 @@ def test_limits_through_cri_and_teardown_leaves_nothing(node):
     assert list((node.state / "containers").iterdir()) == []
 
 
-def test_a_limited_device_only_in_the_cdi_devices_field_is_refused_not_run_unlimited(node):
-    """kubelet's CRI field CDIDevices does not reach the runtime: containerd
-    with its own CDI applies the slice's edits (its GPUSLICE_MEMORY_LIMIT
-    among them) and gpuslice-runtime sees no claim. It must refuse rather
-    than start a slice without its limit; without enable_cdi the field is
-    ignored by containerd and the container gets no GPU at all."""
-    import grpc
+def test_a_limited_device_in_the_cdi_devices_field_runs_with_its_limit(node):
+    """kubelet passes a DRA claim's devices in the CRI field CDIDevices
+    (its device manager only there since 1.32), which never reaches the
+    runtime: containerd with its own CDI applies the slice's edits, and
+    gpuslice-runtime recognises the slice by its GPUSLICE_ variables and its
+    device node in config.json and sets up its limit. Without enable_cdi the
+    field is ignored by containerd and the container gets no GPU at all."""
     with Pod(node) as pod:
+        cid = pod.container(cdi_devices=[f"{SLICE_KIND}=limited"])
         if node.enable_cdi:
-            with pytest.raises(grpc.RpcError) as err:
-                pod.container(cdi_devices=[f"{SLICE_KIND}=limited"])
-            assert "refusing to start it unlimited" in err.value.details(), err.value.details()
+            out = pod.sh(cid, "cat /etc/ld.so.preload; ls /run/gpuslice; cat /run/gpuslice/limits")
+            assert "/run/gpuslice/libgpuslice-cuda.so" in out and "region.sock" in out, out
+            assert "memory 268435456" in out, out
+            assert "has-nvidia0" in pod.sh(cid, GPU_PROBE).split()
+            config = node.bundle_config(cid)
+            assert [d["path"] for d in config["linux"]["devices"]].count("/dev/nvidia0") == 1, config["linux"]
+            assert config["process"]["env"].count("GPUSLICE_MEMORY_LIMIT=256Mi") == 1
+            assert (node.state / "containers" / cid / "limits").exists()
         else:
-            cid = pod.container(cdi_devices=[f"{SLICE_KIND}=limited"])
             assert pod.sh(cid, GPU_PROBE).split() == []
             assert "GPUSLICE_MEMORY_LIMIT" not in init_env(pod, cid)
+
+
+def test_a_limit_in_the_pod_authors_env_alone_is_refused(node):
+    """The same variable written by the pod's author, with no device that
+    carries it: refused on every node, never started unlimited."""
+    import grpc
+    with Pod(node) as pod:
+        cid = node.cri.create_container(pod.id, pod.config, node.name("ctr"), BUSYBOX, ["sleep", "1000000"],
+                                        envs={"GPUSLICE_MEMORY_LIMIT": "256Mi"})
+        pod.containers.append(cid)
+        with pytest.raises(grpc.RpcError) as err:
+            node.cri.start(cid)  # the task, and so gpuslice-runtime's create, comes at StartContainer
+        assert "refusing to start it unlimited" in err.value.details(), err.value.details()
+        assert not (node.state / "containers").exists() or not any((node.state / "containers").iterdir())
 
 
 def test_pod_annotation_gives_no_device(node):

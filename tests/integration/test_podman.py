@@ -207,15 +207,44 @@ def test_podman_gets_the_limit_and_the_interposer(request, podman_images, test_t
     assert "probe dlsym alloc 200Mi: as expected" in p.stdout, p.stdout + p.stderr
 
 
-def test_podman_device_with_a_limit_but_no_annotation_is_refused(podman, podman_images, podman_cdi_spec, test_tmp):
-    """podman's --device alone applies a limited device's env, and no
-    annotation tells the hook which device it was: started, it would run
-    without its limit. It is refused, saying what to add."""
+def limited_device_spec(kind: str) -> dict:
+    return {"cdiVersion": "0.5.0", "kind": kind, "devices": [
+        {"name": "0", "containerEdits": {"env": ["GPUSLICE_MEMORY_LIMIT=256Mi"], "deviceNodes": [{"path": "/dev/zero"}]}}]}
+
+
+def test_podman_device_with_a_limit_from_a_spec_the_hook_does_not_read_is_refused(podman, podman_images,
+                                                                                 podman_cdi_spec, test_tmp):
+    """podman's --device alone applies a limited device's env and node, and
+    the hook's spec dirs do not hold that spec: nothing tells it the env
+    came from root's spec, so started, it might run without its limit. It
+    is refused."""
     _, busybox, _ = podman_images
     kind = f"gpuslice-test-{uuid.uuid4().hex[:8]}.example.com/gpu"
-    podman_cdi_spec({"cdiVersion": "0.5.0", "kind": kind, "devices": [
-        {"name": "0", "containerEdits": {"env": ["GPUSLICE_MEMORY_LIMIT=256Mi"], "deviceNodes": [{"path": "/dev/zero"}]}}]})
+    podman_cdi_spec(limited_device_spec(kind))
     p, _ = podman.run(busybox, "echo started", "--device", f"{kind}=0")
     assert p.returncode != 0
     assert "started" not in p.stdout
-    assert "--annotation cdi.k8s.io/" in hook_log(test_tmp), hook_log(test_tmp)
+    assert "refusing to start it unlimited" in hook_log(test_tmp), hook_log(test_tmp)
+
+
+def test_podman_device_with_a_limit_runs_with_it(request, podman_images, podman_cdi_spec, test_tmp,
+                                                 gpuslice_state_dir):
+    """The same --device where the hook reads the spec too: podman applied
+    it (env and node), the hook recognises the device by both and sets up
+    its limit."""
+    _, busybox, _ = podman_images
+    kind = f"gpuslice-test-{uuid.uuid4().hex[:8]}.example.com/gpu"
+    podman_cdi_spec(limited_device_spec(kind))
+    config = write_gpuslice_config(test_tmp / "gpuslice.toml", [PODMAN_CDI_DIR], "crun",
+                                   gpuslice_hook_path(request.config), gpuslice_state_dir, test_tmp / "gpuslice-log")
+    shim = Path(os.environ["GPUSLICE_RUNTIME"]).parent / "gpuslice-shim"
+    config.write_text(config.read_text().replace(
+        "[runtime]\n", f'[runtime]\ninterposer-path = "{built("GPUSLICE_INTERPOSER")}"\nshim-path = "{shim}"\n', 1))
+    podman = Podman(podman_images[0], render_hooks_dir(test_tmp / "hooks.d", gpuslice_hook_path(request.config),
+                                                       config), config)
+    p, _ = podman.run(busybox, "cat /etc/ld.so.preload /run/gpuslice/limits", "--device", f"{kind}=0")
+    assert p.returncode == 0, p.stdout + p.stderr + hook_log(test_tmp)
+    assert "/run/gpuslice/libgpuslice-cuda.so" in p.stdout and "memory 268435456" in p.stdout, p.stdout
+    assert "(applied by the engine)" in hook_log(test_tmp), hook_log(test_tmp)
+
+

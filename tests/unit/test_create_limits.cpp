@@ -14,6 +14,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <unistd.h>
@@ -307,7 +308,7 @@ TEST_CASE("create: a limit in the env that no claimed device gives is refused, c
   const std::string before = fs::read_file(n.t / "engine/config.json");
   CHECK_THROWS_WITH(prepare(n.t / "engine", "e1", n.config),
                     Catch::Contains("sets GPUSLICE_MEMORY_LIMIT") && Catch::Contains("refusing to start it unlimited") &&
-                        Catch::Contains("CDIDevices"));
+                        Catch::Contains("device nodes"));
   CHECK(fs::read_file(n.t / "engine/config.json") == before);
   // Beside a claimed device without limits, and for a compute limit alike.
   const std::string b = n.bundle("plain-claimed", "plain");
@@ -323,4 +324,91 @@ TEST_CASE("create: a limit in the env that no claimed device gives is refused, c
   // No GPUSLICE_ limit in the env, no request: untouched, no error.
   n.t.write("none/config.json", R"({"root": {"path": "rootfs"}, "process": {"env": ["GPUSLICE_COMPUTE_POLICY=burst"]}})");
   CHECK_FALSE(prepare(n.t / "none", "e4", n.config).written);
+}
+
+namespace {
+
+// A bundle as an engine leaves it after applying CDI devices itself (the
+// CRI CDIDevices field): `env` and `nodes` (linux.devices entries) in
+// config.json, no annotation.
+std::string engine_bundle(Node &n, const std::string &name, const std::string &env, const std::string &nodes) {
+  n.t.write(name + "/config.json", R"({"root": {"path": "rootfs"}, "process": {"env": [)" + env +
+                                       R"(]}, "mounts": [], "linux": {"devices": [)" + nodes + "]}}");
+  ::mkdir((n.t / (name + "/rootfs")).c_str(), 0755);
+  return n.t / name;
+}
+
+constexpr const char *kSlicesSpec = R"({"cdiVersion": "0.6.0", "kind": "slice.example/gpu", "devices": [
+  {"name": "a", "containerEdits": {"env": ["GPUSLICE_MEMORY_LIMIT=512Mi", "GPUSLICE_GPU_UUID=GPU-aaaa-1111"],
+   "deviceNodes": [{"path": "/dev/fakegpu0", "type": "c", "major": 195, "minor": 0}]}},
+  {"name": "b", "containerEdits": {"env": ["GPUSLICE_MEMORY_LIMIT=512Mi", "GPUSLICE_GPU_UUID=GPU-aaaa-1111"],
+   "deviceNodes": [{"path": "/dev/fakegpu0", "type": "c", "major": 195, "minor": 0}]}},
+  {"name": "null", "containerEdits": {"env": ["GPUSLICE_MEMORY_LIMIT=64Mi", "GPUSLICE_GPU_UUID=GPU-bbbb-2222"],
+   "deviceNodes": [{"path": "/dev/slice-null", "hostPath": "/dev/null"}]}}]})";
+constexpr const char *kNode0 = R"({"path": "/dev/fakegpu0", "type": "c", "major": 195, "minor": 0})";
+constexpr const char *kEnvA = R"("PATH=/bin", "GPUSLICE_MEMORY_LIMIT=512Mi", "GPUSLICE_GPU_UUID=GPU-aaaa-1111")";
+
+sharing::Limits limits_of(Node &n, const std::string &id) {
+  return sharing::parse_limits(fs::read_file(n.t / ("state/containers/" + id + "/limits")));
+}
+
+} // namespace
+
+TEST_CASE("create: a limited device the engine applied is recognised by its env and its device nodes",
+          "[create][sharing]") {
+  Node n;
+  n.t.write("cdi/slices.json", kSlicesSpec);
+  const std::string b = engine_bundle(n, "applied", kEnvA, kNode0);
+  const auto edit = prepare(b, "applied", n.config);
+  REQUIRE(edit.shared);
+  // Two slices of GPU-aaaa-1111 with the same variables: one limit, not their sum.
+  CHECK(limits_of(n, "applied") == sharing::Limits{{{"GPU-aaaa-1111", 512u << 20, std::nullopt, std::nullopt}}, ""});
+  // The engine's edits are not applied a second time.
+  const auto oci = cdi::OciSpec::parse(fs::read_file(b + "/config.json"));
+  CHECK(oci["linux"]["devices"].size() == 1);
+  CHECK(std::count(oci["process"]["env"].begin(), oci["process"]["env"].end(), "GPUSLICE_MEMORY_LIMIT=512Mi") == 1);
+  CHECK(std::any_of(oci["mounts"].begin(), oci["mounts"].end(),
+                    [](const cdi::OciSpec &m) { return m["destination"] == "/run/gpuslice/limits"; }));
+  // The numbers of a node the spec leaves to the host: the host's (/dev/null, c 1:3).
+  const std::string null = engine_bundle(n, "null", R"("GPUSLICE_MEMORY_LIMIT=64Mi", "GPUSLICE_GPU_UUID=GPU-bbbb-2222")",
+                                         R"({"path": "/dev/slice-null", "type": "c", "major": 1, "minor": 3})");
+  REQUIRE(prepare(null, "null", n.config).shared);
+  CHECK(limits_of(n, "null") == sharing::Limits{{{"GPU-bbbb-2222", 64u << 20, std::nullopt, std::nullopt}}, ""});
+}
+
+TEST_CASE("create: a limit in the env without the device's nodes, or unlike any device's, is refused",
+          "[create][sharing]") {
+  Node n;
+  n.t.write("cdi/slices.json", kSlicesSpec);
+  const auto refused = [&](const std::string &name, const std::string &env, const std::string &nodes) {
+    const std::string b = engine_bundle(n, name, env, nodes);
+    const std::string before = fs::read_file(b + "/config.json");
+    CHECK_THROWS_WITH(prepare(b, name, n.config), Catch::Contains("refusing to start it unlimited"));
+    CHECK(fs::read_file(b + "/config.json") == before);
+    CHECK(::access((n.t / ("state/containers/" + name)).c_str(), F_OK) != 0);
+  };
+  // The pod author's env alone: exactly a slice's variables, no node.
+  refused("env-only", kEnvA, "");
+  // The node with other numbers, or at another path.
+  refused("other-minor", kEnvA, R"({"path": "/dev/fakegpu0", "type": "c", "major": 195, "minor": 1})");
+  refused("other-path", kEnvA, R"({"path": "/dev/fakegpu9", "type": "c", "major": 195, "minor": 0})");
+  refused("host-numbers", R"("GPUSLICE_MEMORY_LIMIT=64Mi", "GPUSLICE_GPU_UUID=GPU-bbbb-2222")",
+          R"({"path": "/dev/slice-null", "type": "c", "major": 1, "minor": 5})");
+  // Another value, a variable the device does not set, or one of its variables missing.
+  refused("other-value", R"("GPUSLICE_MEMORY_LIMIT=1Gi", "GPUSLICE_GPU_UUID=GPU-aaaa-1111")", kNode0);
+  refused("extra-limit", std::string(kEnvA) + R"(, "GPUSLICE_COMPUTE_LIMIT=30")", kNode0);
+  refused("missing-uuid", R"("GPUSLICE_MEMORY_LIMIT=512Mi")", kNode0);
+}
+
+TEST_CASE("create: devices of different limits that config.json matches alike are refused", "[create][sharing]") {
+  Node n;
+  n.t.write("cdi/two.json", R"({"cdiVersion": "0.6.0", "kind": "two.example/gpu", "devices": [
+    {"name": "small", "containerEdits": {"env": ["GPUSLICE_MEMORY_LIMIT=512Mi"],
+     "deviceNodes": [{"path": "/dev/fakegpu0", "type": "c", "major": 195, "minor": 0}]}},
+    {"name": "pinned", "containerEdits": {"env": ["GPUSLICE_MEMORY_LIMIT=512Mi", "GPUSLICE_GPU_UUID=GPU-aaaa-1111"],
+     "deviceNodes": [{"path": "/dev/fakegpu0", "type": "c", "major": 195, "minor": 0}]}}]})");
+  const std::string b = engine_bundle(n, "ambiguous", kEnvA, kNode0);
+  CHECK_THROWS_WITH(prepare(b, "ambiguous", n.config),
+                    Catch::Contains("two.example/gpu=pinned") && Catch::Contains("two.example/gpu=small") &&
+                        Catch::Contains("cannot tell which the engine applied"));
 }

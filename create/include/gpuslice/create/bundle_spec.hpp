@@ -51,6 +51,10 @@ public:
   // device nodes: requests, cdi/names.hpp), in order; a path that is not a
   // string is an Error.
   std::vector<std::string> cdi_device_names() const;
+  // The linux.devices entries that are device nodes (an absolute path, a
+  // type and numbers), in order; an entry whose members have the wrong
+  // type is an Error.
+  std::vector<cdi::DeviceNode> device_nodes() const;
   // Whether a mount's destination (cleaned) is `destination`, or lies in `dir`.
   bool mounts_at(std::string_view destination) const;
   bool mounts_under(std::string_view dir) const;

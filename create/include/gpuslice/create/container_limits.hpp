@@ -46,10 +46,9 @@ std::optional<sharing::Limits> container_limits(const std::vector<ClaimedEnv> &c
 inline constexpr const char *kLimitEnvVars[] = {"GPUSLICE_MEMORY_LIMIT", "GPUSLICE_COMPUTE_LIMIT"};
 
 // For a container that gets no limits: an error when its process env sets
-// one of kLimitEnvVars all the same. That env is not a trusted source, but
-// where it comes from a CDI spec an engine applied (containerd 1.7+ / 2.x
-// with enable_cdi, a device passed only in the CRI CDIDevices field, which
-// never reaches the runtime), starting the container would run a slice
+// one of kLimitEnvVars all the same. That env alone is no trusted source
+// (the pod's author writes it), and a limit there that neither a claimed
+// device nor one the engine applied gives (facts.cpp) would run a slice
 // without its limit: fail closed.
 void refuse_limits_not_claimed(const std::vector<std::string> &process_env);
 

@@ -29,13 +29,18 @@ namespace gpuslice::create {
 Context context_of(const Config &config, const std::string &config_file, const std::string &id,
                    const std::string &bundle_dir, HookMode hooks);
 
-// What the host says for `spec`'s requests. No request: facts.requests
-// empty and nothing else read (config.json's env refused when it sets a
-// limit all the same). With limits: the containers dir's lock, held in
+// What the host says for `spec`'s requests. No request and no limit in
+// config.json's env: facts.asks_nothing() and nothing else read. A limit in
+// that env that no requested device gives comes from a device the engine
+// applied (Facts::applied) or is refused. With limits: the containers dir's lock, held in
 // facts until the commit has the container's limits file in place, and
 // stale dirs collected when the cap would refuse. Throws Error naming the
 // device, spec or file.
 Facts gather_facts(const BundleSpec &spec, const Context &ctx, selinux::System &system = selinux::kernel());
+
+// The devices a create gives, for the log: the requested ones, then those
+// the engine applied ("NAME (applied by the engine)").
+std::vector<std::string> devices_of(const Facts &facts);
 
 // The modifiers over `spec`, in order: the plan. Throws Error.
 Plan plan_create(BundleSpec &spec, const Facts &facts, const Context &ctx, selinux::System &system = selinux::kernel());

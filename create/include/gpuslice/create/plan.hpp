@@ -50,6 +50,12 @@ struct Facts {
   };
   std::map<std::string, HostDevice> host_devices;
   std::vector<ClaimedEnv> claimed;
+  // Limited devices the engine applied itself before the runtime ran
+  // (containerd 1.7+ and CRI-O apply the CRI CDIDevices field, which never
+  // reaches the runtime): recognised by their GPUSLICE_ env and their
+  // device nodes in config.json (facts.cpp). Their limits are in `claimed`;
+  // their edits are not applied again.
+  std::vector<std::string> applied;
   std::vector<std::string> warnings;             // spec files that failed to load (the others were used)
   std::optional<sharing::Limits> limits;         // the container's, when it has any
   // With limits:
@@ -59,6 +65,9 @@ struct Facts {
   UniqueFd admission_lock;
   // Whether the kernel has SELinux (asked only when config.selinux_label is not off).
   bool selinux_kernel = false;
+
+  // Nothing for gpuslice to do: the runtime is exec'd with config.json untouched.
+  bool asks_nothing() const { return requests.empty() && applied.empty(); }
 };
 
 // What the modifiers make: the state the create commits besides the spec.

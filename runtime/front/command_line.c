@@ -14,23 +14,44 @@ static int listed(const char *list, const char *flag, size_t len) {
   return 0;
 }
 
-/* runc's and crun's flags, by where they stand. */
-static const char global_with_value[] = "--root\0--log\0--log-format\0--criu\0--rootless\0--cgroup-manager\0"
-                                        "--log-level\0--debug-log\0";
-static const char global_switches[] = "--debug\0--systemd-cgroup\0--help\0-h\0--version\0-v\0";
-static const char create_with_value[] = "--bundle\0-b\0--console-socket\0--pid-file\0--preserve-fds\0";
-static const char create_switches[] = "--no-pivot\0--no-new-keyring\0--detach\0-d\0--keep\0--no-subreaper\0";
-static const char exec_with_value[] = "--console-socket\0--cwd\0--env\0-e\0--user\0-u\0--additional-gids\0-g\0"
-                                      "--process\0-p\0--process-label\0-l\0--apparmor\0--cap\0-c\0--preserve-fds\0"
-                                      "--pid-file\0--cgroup\0";
-static const char exec_switches[] = "--tty\0-t\0--detach\0-d\0--no-new-privs\0--ignore-paused\0";
-static const char ps_with_value[] = "--format\0-f\0";
-static const char delete_switches[] = "--force\0-f\0";
+/* runc's and crun's flags, by where they stand, without their dashes. */
+static const char global_with_value[] = "root\0log\0log-format\0criu\0rootless\0cgroup-manager\0log-level\0debug-log\0";
+static const char global_switches[] = "debug\0systemd-cgroup\0help\0h\0version\0v\0";
+static const char create_with_value[] = "bundle\0b\0console-socket\0pid-file\0preserve-fds\0";
+static const char create_switches[] = "no-pivot\0no-new-keyring\0detach\0d\0keep\0no-subreaper\0";
+static const char exec_with_value[] = "console-socket\0cwd\0env\0e\0user\0u\0additional-gids\0g\0process\0p\0"
+                                      "process-label\0l\0apparmor\0cap\0c\0preserve-fds\0pid-file\0cgroup\0";
+static const char exec_switches[] = "tty\0t\0detach\0d\0no-new-privs\0ignore-paused\0";
+static const char ps_with_value[] = "format\0f\0";
+static const char delete_switches[] = "force\0f\0";
 static const char none[] = "";
+/* What Go's strconv.ParseBool takes: "--detach=false" is a switch too. */
+static const char go_bools[] = "1\0t\0T\0TRUE\0true\0True\0" "0\0f\0F\0FALSE\0false\0False\0";
 
-/* Whether arg[0..len) is `flag`. */
-static int is(const char *arg, size_t len, const char *flag) {
-  return gs_strlen(flag) == len && gs_bytes_equal(arg, flag, len);
+/* Whether name[0..len) is `flag`. */
+static int is(const char *name, size_t len, const char *flag) {
+  return gs_strlen(flag) == len && gs_bytes_equal(name, flag, len);
+}
+
+/* The flag at argv[*i], read as Go's flag package (runc's) reads it: one
+ * dash or two alike, its value after '=' or, for a flag that takes one, in
+ * the next argument (*i then on it). Its name (len bytes) and value; 0 for
+ * a flag of the lists, -1 for anything else (an unknown flag, a missing
+ * value, "---x", a switch given a value Go would refuse). */
+static int take_flag(int argc, char *const *argv, int *i, const char *with_value, const char *switches,
+                     const char **name, size_t *len, const char **value) {
+  *name = argv[*i] + 1 + (argv[*i][1] == '-');
+  for (*len = 0; (*name)[*len] && (*name)[*len] != '=';)
+    ++*len;
+  *value = (*name)[*len] ? *name + *len + 1 : 0;
+  if (*len == 0 || (*name)[0] == '-')
+    return -1;
+  if (listed(with_value, *name, *len)) {
+    if (!*value && *i + 1 < argc)
+      *value = argv[++*i];
+    return *value ? 0 : -1;
+  }
+  return listed(switches, *name, *len) && (!*value || listed(go_bools, *value, gs_strlen(*value))) ? 0 : -1;
 }
 
 static enum gs_verb_kind kind_of(const char *verb) {
@@ -42,26 +63,27 @@ static enum gs_verb_kind kind_of(const char *verb) {
   return listed(monitored, verb, gs_strlen(verb)) ? GS_VERB_MONITORED : GS_VERB_PLAIN;
 }
 
+/* The first argument in doubt, where there is none yet. */
+static void doubt(struct gs_call *call, int at) {
+  if (!call->doubt)
+    call->doubt = at;
+}
+
 void gs_read_call(int argc, char *const *argv, struct gs_call *call) {
   *call = (struct gs_call){argc, GS_VERB_PLAIN, 0, 0, 0, 0, 0, 0, 0};
+  const char *name, *value;
+  size_t len;
   int i = 1;
   for (; i < argc; ++i) { /* global flags, up to the verb */
-    const char *arg = argv[i];
-    if (arg[0] != '-') {
+    if (argv[i][0] != '-' || !argv[i][1]) {
       call->verb = i++;
       break;
     }
-    size_t len = 0;
-    while (arg[len] && arg[len] != '=')
-      ++len;
-    if (!listed(global_with_value, arg, len)) {
-      call->doubt |= arg[len] || !listed(global_switches, arg, len);
-      continue;
-    }
-    const char *value = arg[len] ? arg + len + 1 : (i + 1 < argc ? argv[++i] : 0);
-    if (is(arg, len, "--log"))
+    if (take_flag(argc, argv, &i, global_with_value, global_switches, &name, &len, &value) != 0)
+      doubt(call, i);
+    else if (is(name, len, "log"))
       call->log = value;
-    else if (is(arg, len, "--log-format"))
+    else if (is(name, len, "log-format"))
       call->log_format = value;
   }
   if (call->verb == argc)
@@ -86,32 +108,25 @@ void gs_read_call(int argc, char *const *argv, struct gs_call *call) {
     if (gs_streq(arg, "--")) {
       if (i + 1 < argc)
         call->id = argv[i + 1], ++ids;
-      call->doubt |= !exec && i + 2 < argc;
+      if (!exec && i + 2 < argc)
+        doubt(call, i + 2);
       break;
     }
-    if (arg[0] != '-') {
+    if (arg[0] != '-' || !arg[1]) {
       call->id = arg, ++ids;
       if (exec)
         break; /* what follows is the command to run */
       continue;
     }
-    size_t len = 0;
-    while (arg[len] && arg[len] != '=')
-      ++len;
-    if (!listed(with_value, arg, len)) {
-      call->doubt |= arg[len] || !listed(switches, arg, len);
-      continue;
-    }
-    const char *value = arg[len] ? arg + len + 1 : (i + 1 < argc ? argv[++i] : 0);
-    if (!value)
-      call->doubt = 1;
-    else if (exec && (is(arg, len, "--process") || is(arg, len, "-p")))
+    if (take_flag(argc, argv, &i, with_value, switches, &name, &len, &value) != 0)
+      doubt(call, i);
+    else if (exec && (is(name, len, "process") || is(name, len, "p")))
       call->process = value;
-    else if (!exec && (is(arg, len, "--bundle") || is(arg, len, "-b")))
+    else if (!exec && (is(name, len, "bundle") || is(name, len, "b")))
       call->bundle = value; /* the last one counts, as for runc */
-    else if (!exec && is(arg, len, "--pid-file"))
+    else if (!exec && is(name, len, "pid-file"))
       call->pid_file = value;
   }
-  call->doubt |= ids != 1;
+  if (ids != 1)
+    doubt(call, call->verb);
 }
-

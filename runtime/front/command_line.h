@@ -16,8 +16,9 @@ enum gs_verb_kind {
   GS_VERB_BUNDLE     /* create, run: more when config.json asks for a device */
 };
 
-/* A runtime command line as runc reads it: global flags, a verb, its flags
- * and the container id. Pointers into argv; NULL where not given. */
+/* A runtime command line as runc reads it (Go's flag syntax: "-bundle x",
+ * "--bundle=x", "-b x" alike): global flags, a verb, its flags and the
+ * container id. Pointers into argv; NULL where not given. */
 struct gs_call {
   int verb; /* argv index of the verb; argc when there is none */
   enum gs_verb_kind kind;
@@ -25,8 +26,11 @@ struct gs_call {
   const char *bundle, *pid_file; /* create, run */
   const char *process;           /* exec */
   const char *log, *log_format;  /* global */
-  /* A flag it does not know, or not exactly one container id: what it
-   * read may be wrong, and the front leaves the call to the full program. */
+  /* The argv index of the first argument it cannot be sure of (a flag it
+   * does not know, a missing value), or of the verb when there is not
+   * exactly one container id; 0 when none. What it read may then be
+   * wrong: the front leaves the call to the full program, which refuses a
+   * create or run. */
   int doubt;
 };
 void gs_read_call(int argc, char *const *argv, struct gs_call *call);

@@ -21,6 +21,8 @@ CommandLine parse_command_line(int argc, const char *const *argv) {
   cl.process_file = take(call.process);
   cl.log_path = take(call.log);
   cl.log_format = take(call.log_format);
+  if (call.doubt > 0 && call.doubt < argc)
+    cl.doubt = argv[call.doubt];
   return cl;
 }
 

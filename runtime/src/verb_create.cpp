@@ -60,6 +60,12 @@ void tidy_bundle(const std::string &bundle) {
 int create_or_run(const Call &call) {
   CommandLine &cl = call.cl;
   const bool run = cl.verb == "run";
+  // Which bundle runc will use, and so which config.json to edit, must be
+  // certain: on any doubt nothing is edited and runc is not run.
+  if (!cl.doubt.empty())
+    throw Error("cannot read " + cl.verb + "'s command line as runc does, at " + quote(cl.doubt) +
+                " (a flag gpuslice does not know, a flag without its value, or not exactly one container id): "
+                "refusing to " + cl.verb + " a container whose bundle it cannot be sure of");
   BundleTidying tidying(cl.bundle);
   create::BundleCreate request{cl.bundle, cl.container_id, cl.pid_file, run};
   auto created = create::create_bundle(request, call.config, call.config_file);

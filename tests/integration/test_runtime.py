@@ -596,6 +596,79 @@ def test_hook_mode_next_to_gpuslice_runtime_changes_nothing(request, gpuslice_ru
     gpuslice_runtime.delete(cid, force=True)
 
 
+# The bundle flag of runc's create in every spelling its parser (Go's flag
+# package) takes: one dash or two, "=value" or the next argument.
+BUNDLE_SPELLINGS = ["--bundle B", "--bundle=B", "-bundle B", "-bundle=B", "-b B", "-b=B", "--b B", "--b=B"]
+
+
+def create_in(rt: ocitest.Runtime, cwd: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
+    """`rt create ARGS` run from `cwd`, the container's stdio on files."""
+    with open(out, "wb") as o, open(out.with_suffix(".err"), "w+") as e:
+        p = subprocess.run(rt.cmd("create", *args), cwd=cwd, env=rt.env, stdin=subprocess.DEVNULL, stdout=o, stderr=e,
+                           timeout=60)
+        e.seek(0)
+        p.stderr = e.read()
+    return p
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("runtime_name", ["runc"])  # crun reads flags with argp: its -bundle is -b undle
+@pytest.mark.parametrize("spelling", BUNDLE_SPELLINGS)
+def test_gpuslice_reads_the_bundle_flag_as_runc_does(plain_runtime, gpuslice_runtime, bundle, make_bundle, fake_gpu,
+                                                      test_tmp, cid, spelling):
+    """runc takes each spelling (a plain container is created with it), and
+    gpuslice-runtime given the same one edits that bundle's config.json,
+    never the one in its current directory, and passes the arguments on
+    as they were."""
+    def flag(b: ocitest.Bundle) -> list[str]:
+        return [word.replace("B", str(b.path)) for word in spelling.split()]
+
+    decoy = make_bundle("decoy")
+    decoy.shell("exit 0")
+    decoy_before = decoy.write()
+    plain = make_bundle("plain")
+    plain.shell("exit 0")
+    plain.write()
+    p = create_in(plain_runtime, decoy.path, test_tmp / "plain.out", *flag(plain), f"{cid}-runc")
+    assert p.returncode == 0, p.stderr
+    assert plain_runtime.state(f"{cid}-runc")["bundle"] == str(plain.path)
+    plain_runtime.delete(f"{cid}-runc", force=True)
+
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle.shell("exit 0")
+    bundle.write()
+    p = create_in(gpuslice_runtime, decoy.path, test_tmp / "gpuslice.out", *flag(bundle), cid)
+    assert p.returncode == 0, p.stderr
+    assert gpuslice_runtime.state(cid)["bundle"] == str(bundle.path)
+    devices = [d["path"] for d in json.loads(bundle.config_path.read_text())["linux"]["devices"]]
+    assert "/dev/nvidia0" in devices, devices
+    assert decoy.config_path.read_bytes() == decoy_before
+    gpuslice_runtime.delete(cid, force=True)
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("args", [["-bundlex", "B"], ["---bundle", "B"], ["--bundle"], ["--config", "B/config.json"]],
+                         ids=["unknown flag", "three dashes", "no value", "crun's --config"])
+def test_gpuslice_refuses_a_create_whose_bundle_it_cannot_be_sure_of(gpuslice_runtime, bundle, make_bundle, fake_gpu,
+                                                                      test_tmp, cid, args):
+    """A command line gpuslice cannot read as runc does: no config.json is
+    edited, runc is not run, and the error names the argument."""
+    decoy = make_bundle("decoy")
+    decoy.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    decoy.shell("exit 0")
+    decoy_before = decoy.write()
+    bundle.annotate(ANNOTATION, fake_gpu.qualified("0"))
+    bundle_before = bundle.write()
+    argv = [a.replace("B", str(bundle.path)) for a in args]
+    p = create_in(gpuslice_runtime, decoy.path, test_tmp / "create.out", *argv, cid)
+    assert p.returncode != 0
+    named = "create" if args == ["--bundle"] else argv[0]  # the id taken for its value: no id left
+    assert "cannot read create's command line" in p.stderr and f'"{named}"' in p.stderr, p.stderr
+    assert decoy.config_path.read_bytes() == decoy_before
+    assert bundle.config_path.read_bytes() == bundle_before
+    assert gpuslice_runtime.list_ids() == []
+
+
 @pytest.mark.gpuslice
 def test_gpuslice_unknown_device_fails_cleanly(gpuslice_runtime, bundle, fake_gpu, cid):
     bundle.annotate(ANNOTATION, "nvidia.com/gpu=7")

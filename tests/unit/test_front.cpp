@@ -105,11 +105,26 @@ TEST_CASE("front: reads runc's command line: the verb, the container id, the fla
       {{"exec", "-e", "A=1", "-p", "/p.json", "-d", "c1"}, "exec", "c1", "", "", "/p.json"},
       {{"delete", "--", "c1"}, "delete", "c1"},
       {{"--log-format=text", "pause", "c1"}, "pause", "c1", "", "", "", "", "text"},
+      // Go's flag syntax, runc's: one dash or two alike, "=value" or the next argument
+      {{"-root", "/r", "-log", "/l", "-log-format=json", "create", "-bundle", "/b", "-pid-file", "/p", "c1"},
+       "create", "c1", "/b", "/p", "", "/l", "json"},
+      {{"-root=/r", "create", "-bundle=/b", "--b", "/c", "-console-socket", "/s", "c1"}, "create", "c1", "/c"},
+      {{"create", "--b=/b", "-no-pivot", "--detach=true", "-d=false", "-keep=1", "c1"}, "create", "c1", "/b"},
+      {{"create", "-bundle", "-b", "c1"}, "create", "c1", "-b"}, // a value may start with '-'
+      {{"run", "c1", "-bundle", "/b"}, "run", "c1", "/b"},
+      {{"exec", "-process=/p.json", "-t", "c1", "sh"}, "exec", "c1", "", "", "/p.json"},
+      {{"-debug", "-systemd-cgroup", "delete", "-force", "c1"}, "delete", "c1"},
+      {{"ps", "-format", "json", "c1"}, "ps", "c1"},
       // what it cannot be sure of: doubt
       {{"--version"}, "", "", "", "", "", "", "", false},
       {{"--unknown", "start", "c1"}, "start", "c1", "", "", "", "", "", true},
       {{"create", "--config", "/other.json", "c1"}, "create", "c1", "", "", "", "", "", true}, // crun's
-      {{"create", "--detach=true", "c1"}, "create", "c1", "", "", "", "", "", true},
+      {{"create", "--detach=maybe", "c1"}, "create", "c1", "", "", "", "", "", true}, // no bool to Go
+      {{"create", "---bundle", "/b", "c1"}, "create", "c1", "", "", "", "", "", true},  // bad flag syntax to Go
+      {{"create", "-=/b", "c1"}, "create", "c1", "", "", "", "", "", true},
+      {{"create", "-bundlex", "/b", "c1"}, "create", "c1", "", "", "", "", "", true},
+      {{"create", "c1", "-bundle"}, "create", "c1", "", "", "", "", "", true},
+      {{"-root", "create", "c1"}, "c1", "", "", "", "", "", "", false}, // "create" is -root's value
       {{"create", "c1", "c2"}, "create", "c2", "", "", "", "", "", true},
       {{"create", "--bundle", "/b"}, "create", "", "/b", "", "", "", "", true},
       {{"create", "c1", "--bundle"}, "create", "c1", "", "", "", "", "", true},

@@ -20,6 +20,10 @@ struct CommandLine {
   std::string process_file;      // exec: --process/-p, else ""
   std::string log_path;          // global --log
   std::string log_format;        // global --log-format (text or json)
+  // The first argument read with doubt (a flag runc's parser does not know
+  // to gpuslice, a missing value; the verb when there is not exactly one
+  // container id), or "" when none: what else it read may then be wrong.
+  std::string doubt;
 
   // Only create and run edit the bundle; delete cleans up after runc; exec
   // gets the CDI env added to its process file; every other verb is a plain
@@ -40,7 +44,10 @@ struct CommandLine {
   std::vector<std::string> with_global_flags(std::initializer_list<std::string> verb_args) const;
 };
 
-// Never throws: an argument vector it does not understand is still passed on.
+// Read the way runc reads it: Go's flag syntax ("-bundle x", "--bundle=x"
+// and "-b x" alike). Never throws: an argument vector it does not
+// understand is still passed on (a create or run is refused: create.hpp's
+// caller, verb_create.cpp).
 CommandLine parse_command_line(int argc, const char *const *argv);
 
 } // namespace gpuslice::runtime

@@ -5,7 +5,8 @@
 # env and driver files, and a 256 MiB GPU memory limit that a CUDA program
 # inside cannot exceed. Without a GPU, the GPU is simulated: device nodes made
 # with mknod (char 195:0 and 195:255, the NVIDIA majors), gpuslice's fake
-# libcuda.so.1 (a 1 GiB GPU) as the driver library, and a CDI spec describing
+# libcuda.so.1 and libnvidia-ml.so.1 (one 16 GiB GPU) as the driver's
+# libraries, and a CDI spec describing
 # them as a DRA driver would. Run as root on Debian 12 / Ubuntu 22.04.
 # Leaves nothing behind.
 set -euo pipefail
@@ -14,7 +15,7 @@ cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc)" --target gpuslice gpuslice-runtime gpuslice-shim gpuslice-hook gpuslice_cuda fake_cuda cuda-alloc >/dev/null
+cmake --build build -j"$(nproc)" --target gpuslice gpuslice-runtime gpuslice-shim gpuslice-hook gpuslice_cuda fake_cuda fake_nvml cuda-alloc >/dev/null
 
 work=$(mktemp -d /tmp/gpuslice-demo-XXXXXX)
 root="$work/runc-root"
@@ -31,11 +32,13 @@ mknod -m 666 "$work/dev/nvidia0" c 195 0
 mknod -m 666 "$work/dev/nvidiactl" c 195 255
 echo "550.54.15 (simulated)" > "$work/driver/version"
 cp build/tests/fakes/lib/libcuda.so.1 "$work/driver/libcuda.so.1"
+# and its NVML, which the monitor and admission ask for the GPU's memory
+cp build/tests/fakes/lib/libnvidia-ml.so.1 "$work/driver/libnvidia-ml.so.1"
 cat > "$work/cdi/demo-gpu.yaml" <<SPEC
 cdiVersion: "0.6.0"
 kind: nvidia.com/gpu
 containerEdits:
-  env: ["NVIDIA_DRIVER_CAPABILITIES=compute,utility", "LD_LIBRARY_PATH=/usr/local/nvidia", "FAKE_CUDA_MEMORY=1073741824"]
+  env: ["NVIDIA_DRIVER_CAPABILITIES=compute,utility", "LD_LIBRARY_PATH=/usr/local/nvidia"]
   deviceNodes:
     - {path: /dev/nvidiactl, hostPath: $work/dev/nvidiactl}
   mounts:
@@ -56,6 +59,9 @@ runtimes = ["runc"]
 hook-path = "$PWD/build/bin/gpuslice-hook"
 state-dir = "$work/state"
 interposer-path = "$PWD/build/interposer/libgpuslice-cuda.so"
+shim-path = "$PWD/build/bin/gpuslice-shim"
+[monitor]
+nvml-path = "$work/driver/libnvidia-ml.so.1"
 [log]
 target = "stderr"
 level = "warn"
@@ -91,7 +97,7 @@ c["process"]["args"] = ["sh", "-c",
     "echo '-- open /dev/nvidia0 (ENXIO means the device cgroup let it through, there is no driver):'; "
     "cat /dev/nvidia0 2>&1 | head -1; "
     "echo '-- /etc/ld.so.preload:'; cat /etc/ld.so.preload; "
-    "echo '-- a CUDA program on a 1 GiB (simulated) GPU, limit 256 MiB: 300 MiB must fail, 200 MiB fit:'; "
+    "echo '-- a CUDA program on a 16 GiB (simulated) GPU, limit 256 MiB: 300 MiB must fail, 200 MiB fit:'; "
     "out=$(cuda-alloc 300 200 2>&1); echo \"$out\"; "
     "echo \"$out\" | grep -q '(300 MiB): CUDA_ERROR_OUT_OF_MEMORY' && echo \"$out\" | grep -q '(200 MiB): CUDA_SUCCESS' "
     "&& echo '-- the limit held' || { echo '-- the limit did NOT hold'; exit 1; }"]
@@ -103,3 +109,6 @@ echo "== container $id started through gpuslice-runtime with cdi.k8s.io annotati
 build/bin/gpuslice-runtime --root "$root" run --bundle "$work/bundle" "$id"
 left=$(ls -A "$work/state/containers" 2>/dev/null | wc -l)
 echo "== the container's state dir, made at create, is gone now that it has ended: $left left"
+# What admission checked the limit against: the GPU's memory as NVML (the
+# simulated node's, beside its driver) reported it, kept for later creates.
+echo "== the node's GPUs as NVML reports them to admission (UUID, bytes): $(cat "$work/state/gpu-memory" 2>/dev/null || echo 'none: NVML was not asked or not found')"

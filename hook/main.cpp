@@ -111,6 +111,8 @@ int main(int argc, char **argv) {
       const auto prepared = hook::prepare_container(state, state_json, config, config_path());
       for (const auto &w : prepared.warnings)
         log::line("warn", "container " + state.id + ": " + w);
+      for (const auto &n : prepared.notes)
+        log::line("info", "container " + state.id + ": " + n);
       if (prepared.injected)
         log::line("info", "container " + state.id + " (" + stage + "): injected " + join(prepared.devices, ", "));
     }

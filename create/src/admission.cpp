@@ -8,10 +8,12 @@
 #include "gpuslice/create/monitor_setup.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <charconv>
 #include <optional>
 
@@ -136,6 +138,16 @@ NodeGpus node_gpu_memory(const Config &config, const std::set<std::string> &need
   } catch (const Error &) {
     // not yet asked since boot
   }
+  const std::string unknown = fs::clean_path(config.state_dir) + "/" + state::kGpuMemoryUnknownFile;
+  struct stat st {};
+  if (::stat(unknown.c_str(), &st) == 0 &&
+      std::chrono::system_clock::now() - std::chrono::system_clock::from_time_t(st.st_mtime) < kAskAgainAfter) {
+    try {
+      return {{}, fs::read_file(unknown, 4096), true};
+    } catch (const Error &) {
+      // asked again below
+    }
+  }
   // gpuslice-shim asks NVML: this program is static, and a static glibc
   // program cannot load NVML reliably.
   const std::string shim = shim_program(config);
@@ -144,12 +156,20 @@ NodeGpus node_gpu_memory(const Config &config, const std::set<std::string> &need
   while (!output.empty() && output.back() == '\n')
     output.pop_back();
   auto memory = status == 0 ? parse_gpu_memory(output) : std::nullopt;
-  if (!memory)
-    return {{}, status == 127 ? "cannot execute " + quote(shim)
-                : output.empty() ? quote(shim) + " --query-gpus failed"
-                                 : output};
+  if (!memory) {
+    NodeGpus none{{}, status == 127 ? "cannot execute " + quote(shim)
+                      : output.empty() ? quote(shim) + " --query-gpus failed"
+                                       : output};
+    try {
+      fs::write_file_atomic(unknown, none.why, 0644, fs::Durability::atomic);
+    } catch (const Error &) {
+      // said again at the next create
+    }
+    return none;
+  }
   try {
     fs::write_file_atomic(file, output + "\n", 0644, fs::Durability::atomic); // asked again if lost
+    ::unlink(unknown.c_str());
   } catch (const Error &) {
     // asked again at the next create
   }
@@ -163,14 +183,16 @@ std::string unnamed_or(const std::string &gpu) {
 }
 
 void check_memory(const sharing::Limits &limits, const std::map<std::string, GpuLoad> &load, const NodeGpus &gpus,
-                  std::vector<std::string> &warnings) {
+                  std::vector<std::string> &warnings, std::vector<std::string> &notes) {
   const auto adding = memory_per_gpu(limits);
   if (adding.empty())
     return;
   const auto &total = gpus.memory;
   if (total.empty()) {
-    warnings.push_back("cannot tell whether the memory limits of a GPU's containers fit in its memory "
-                       "(admission.allow-memory-overcommit = false): " + gpus.why);
+    if (!gpus.said)
+      notes.push_back("cannot tell whether the memory limits of a GPU's containers fit in its memory "
+                      "(admission.allow-memory-overcommit = false): " + gpus.why + " (asked again in " +
+                      std::to_string(kAskAgainAfter.count()) + " minutes)");
     return;
   }
   // On a node with one GPU, devices that name none are on that one.
@@ -201,7 +223,7 @@ void check_memory(const sharing::Limits &limits, const std::map<std::string, Gpu
 } // namespace
 
 void check_admission(const sharing::Limits &limits, const AdmissionFacts &facts, const Config &config,
-                     std::vector<std::string> &warnings) {
+                     std::vector<std::string> &warnings, std::vector<std::string> &notes) {
   const auto &load = facts.load;
   if (config.max_containers_per_gpu > 0)
     for (const auto &gpu : gpus_of(limits)) {
@@ -213,7 +235,7 @@ void check_admission(const sharing::Limits &limits, const AdmissionFacts &facts,
                   std::to_string(config.max_containers_per_gpu) + ")");
     }
   if (!config.allow_memory_overcommit)
-    check_memory(limits, load, facts.gpus, warnings);
+    check_memory(limits, load, facts.gpus, warnings, notes);
 }
 
 } // namespace gpuslice::create

@@ -61,7 +61,7 @@ std::optional<Created> create_bundle(BundleCreate &request, const Config &config
     spec.save(path);
   });
   return Created{std::move(committed.dir), std::move(committed.monitor), devices_of(facts), plan.warnings,
-                 plan.monitor};
+                 plan.monitor, plan.notes};
 }
 
 } // namespace gpuslice::create

@@ -211,9 +211,9 @@ Facts gather_facts(const BundleSpec &spec, const Context &ctx, selinux::System &
   facts.admission_lock = state::lock_containers(config.state_dir);
   state::collect_stale_now_and_then(config.state_dir, kStaleCollectionInterval);
   facts.admission = admission_facts(*facts.limits, config);
-  std::vector<std::string> ignored;
+  std::vector<std::string> ignored, ignored_notes;
   try {
-    check_admission(*facts.limits, *facts.admission, config, ignored);
+    check_admission(*facts.limits, *facts.admission, config, ignored, ignored_notes);
   } catch (const Error &) {
     // stale dirs that hold places on a GPU go before a refusal is final
     if (!state::collect_stale(config.state_dir).empty())

@@ -10,7 +10,7 @@ class Admission final : public Modifier {
 public:
   void modify(BundleSpec &, Plan &plan, const Facts &facts, const Context &ctx) const override {
     if (facts.limits && facts.admission)
-      check_admission(*facts.limits, *facts.admission, ctx.config, plan.warnings);
+      check_admission(*facts.limits, *facts.admission, ctx.config, plan.warnings, plan.notes);
   }
 };
 

@@ -45,6 +45,7 @@ Prepared prepare_container(const ContainerState &state, const std::string &state
                            " in the container's env, which a hook cannot give a created process (gpuslice exec has "
                            "them; gpuslice-runtime gives them to the container)");
   out.warnings.insert(out.warnings.end(), plan.warnings.begin(), plan.warnings.end());
+  out.notes = plan.notes;
   out.injected = true;
   out.devices = create::devices_of(facts);
   return out;

@@ -32,20 +32,22 @@ void log_line(const Config &config, const char *level, const std::string &messag
   log::flush();
 }
 
-void log_injected(const Config &config, const std::string &id, const std::vector<std::string> &devices, bool limits,
-                  const std::vector<std::string> &warnings) {
+void log_injected(const Config &config, const std::string &id, const create::Created &created) {
+  const auto &warnings = created.warnings;
   if (warnings.empty() && !log::keeps(config.log, "info"))
     return;
   std::string line = "container " + id + ": injected ";
-  for (std::size_t i = 0; i < devices.size(); ++i)
-    line += (i ? "," : "") + devices[i];
-  if (limits)
+  for (std::size_t i = 0; i < created.devices.size(); ++i)
+    line += (i ? "," : "") + created.devices[i];
+  if (created.limits)
     line += " with GPU limits";
-  if (warnings.empty() && log::write_info_line("gpuslice-runtime", config.log, line))
+  if (warnings.empty() && created.notes.empty() && log::write_info_line("gpuslice-runtime", config.log, line))
     return;
   start_logging(config);
   for (const auto &w : warnings)
     log::line("warn", w);
+  for (const auto &n : created.notes)
+    log::line("info", n);
   log::line("info", line);
   log::flush();
 }

@@ -75,7 +75,7 @@ int create_or_run(const Call &call) {
   }
   if (request.pid_file != cl.pid_file)
     cl.add_pid_file(request.pid_file);
-  log_injected(call.config, cl.container_id, created->devices, created->limits, created->warnings);
+  log_injected(call.config, cl.container_id, *created);
   // Nothing after the commit but the exec.
   if (run) {
     tidying.now();

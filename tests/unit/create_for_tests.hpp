@@ -14,7 +14,7 @@ namespace gpuslice::testing {
 struct Prepared {
   bool written = false; // config.json rewritten, a state dir made
   bool shared = false;  // with limits
-  std::vector<std::string> devices, warnings;
+  std::vector<std::string> devices, warnings, notes;
 };
 
 inline Prepared prepare(const std::string &bundle, const std::string &id, const Config &config) {
@@ -22,7 +22,7 @@ inline Prepared prepare(const std::string &bundle, const std::string &id, const 
   auto created = create::create_bundle(request, config, kDefaultConfigPath);
   if (!created)
     return {};
-  return {true, created->limits, created->devices, created->warnings};
+  return {true, created->limits, created->devices, created->warnings, created->notes};
 }
 
 } // namespace gpuslice::testing

@@ -15,8 +15,12 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <ctime>
 
 using namespace gpuslice;
 using namespace gpuslice::create;
@@ -51,7 +55,9 @@ struct Node {
     t.write(id + "/config.json", R"({"root": {"path": "rootfs"}, "process": {"env": []}, "mounts": [],
         "annotations": {"cdi.k8s.io/x": ")" + devices + R"("}})");
     ::mkdir((t / (id + "/rootfs")).c_str(), 0755);
-    warnings = gpuslice::testing::prepare(t / id, id, config).warnings;
+    const auto prepared = gpuslice::testing::prepare(t / id, id, config);
+    warnings = prepared.warnings;
+    notes = prepared.notes;
   }
   std::map<std::string, int> count() const {
     std::map<std::string, int> n;
@@ -82,7 +88,7 @@ struct Node {
     REQUIRE(WEXITSTATUS(status) == 0);
   }
   bool has_state(const std::string &id) const { return ::access((t / ("state/containers/" + id)).c_str(), F_OK) == 0; }
-  std::vector<std::string> warnings; // of the last create
+  std::vector<std::string> warnings, notes; // of the last create
 };
 
 } // namespace
@@ -275,13 +281,28 @@ TEST_CASE("admission: on a node with one GPU, devices that name none are on it",
 TEST_CASE("admission: the GPUs' memory comes from NVML through gpuslice-shim, once", "[create][admission]") {
   Node n;
   n.config.max_containers_per_gpu = 0;
-  SECTION("no NVML: admitted, and the reason said") {
+  SECTION("no NVML: admitted, the reason said once at info, asked again later") {
     n.config.monitor_nvml_path = n.t / "no-such-libnvidia-ml.so.1";
     n.create("c1", "v.com/gpu=a");
-    REQUIRE(n.warnings.size() == 1);
-    CHECK_THAT(n.warnings[0], Catch::StartsWith("cannot tell whether the memory limits of a GPU's containers fit in "
-                                                "its memory (admission.allow-memory-overcommit = false): gpuslice-shim: cannot load"));
-    CHECK(::access((n.t / "state/gpu-memory").c_str(), F_OK) != 0); // asked again next time
+    CHECK(n.warnings.empty());
+    REQUIRE(n.notes.size() == 1);
+    CHECK_THAT(n.notes[0], Catch::StartsWith("cannot tell whether the memory limits of a GPU's containers fit in "
+                                             "its memory (admission.allow-memory-overcommit = false): gpuslice-shim: cannot load"));
+    CHECK(::access((n.t / "state/gpu-memory").c_str(), F_OK) != 0);
+    CHECK_THAT(fs::read_file(n.t / "state/gpu-memory-unknown"), Catch::Contains("cannot load"));
+    // the creates that follow say nothing, and do not ask NVML again
+    n.config.monitor_nvml_path = GPUSLICE_FAKE_NVML;
+    n.create("c2", "v.com/gpu=a");
+    CHECK((n.warnings.empty() && n.notes.empty()));
+    CHECK(::access((n.t / "state/gpu-memory").c_str(), F_OK) != 0);
+    // kAskAgainAfter later, NVML is asked again: now there, its answer kept
+    const auto old = ::time(nullptr) - std::chrono::duration_cast<std::chrono::seconds>(kAskAgainAfter).count() - 1;
+    const struct timeval times[2] = {{old, 0}, {old, 0}};
+    REQUIRE(::utimes((n.t / "state/gpu-memory-unknown").c_str(), times) == 0);
+    n.create("c3", "v.com/gpu=unnamed");
+    CHECK((n.warnings.empty() && n.notes.empty()));
+    CHECK(::access((n.t / "state/gpu-memory").c_str(), F_OK) == 0);
+    CHECK(::access((n.t / "state/gpu-memory-unknown").c_str(), F_OK) != 0);
   }
   SECTION("the fake NVML: one GPU of 16 GiB, kept for the next creates") {
     n.config.monitor_nvml_path = GPUSLICE_FAKE_NVML;

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <chrono>
 #include <map>
 #include <set>
 #include <string>
@@ -48,11 +49,16 @@ std::map<std::string, GpuLoad> load_per_gpu(const std::string &state_dir);
 // NVML (config.monitor_nvml_path, asked through gpuslice-shim), then kept
 // there. A GPU's UUID names one board, whose memory never changes: what
 // was asked once stays true; a GPU the file does not list is asked for
-// again. Empty, with `why` set, when it cannot be known.
+// again. Empty, with `why` set, when it cannot be known; `why` is then kept
+// in <state dir>/gpu-memory-unknown, and for kAskAgainAfter the creates
+// that follow take it from there (`said`: a create before them said it)
+// rather than ask NVML again.
 struct NodeGpus {
   std::map<std::string, uint64_t> memory;
   std::string why;
+  bool said = false;
 };
+inline constexpr std::chrono::minutes kAskAgainAfter{10};
 NodeGpus node_gpu_memory(const Config &config, const std::set<std::string> &needed);
 
 // What admission decides by, read under state::lock_containers (held until
@@ -67,9 +73,10 @@ struct AdmissionFacts {
 // already hosts config.max_containers_per_gpu containers (0: no cap), or
 // when its memory limits would add up to more than the GPU's memory
 // (unless config.allow_memory_overcommit). Where the memory cannot be
-// known (no NVML, a GPU NVML does not list), adds a line to `warnings` and
-// admits. Pure.
+// known, admits: a GPU NVML does not list adds a line to `warnings`; no
+// NVML at all adds one to `notes` (info: the node has no NVML), unless a
+// create before said it. Pure.
 void check_admission(const sharing::Limits &limits, const AdmissionFacts &facts, const Config &config,
-                     std::vector<std::string> &warnings);
+                     std::vector<std::string> &warnings, std::vector<std::string> &notes);
 
 } // namespace gpuslice::create

@@ -90,6 +90,7 @@ struct Created {
   std::vector<std::string> devices;  // injected
   std::vector<std::string> warnings; // for the log
   bool limits = false;
+  std::vector<std::string> notes; // for the log, at info
 };
 std::optional<Created> create_bundle(BundleCreate &request, const Config &config, const std::string &config_file);
 

@@ -78,6 +78,7 @@ struct Plan {
   bool burst = false;                                     // the monitor publishes to the activity table
   selinux::Labeler labeler;                               // labels what commit makes (inactive: none)
   std::vector<std::string> warnings;                      // for the caller to log once the create is done
+  std::vector<std::string> notes;                         // the same, at info
 };
 
 } // namespace gpuslice::create

@@ -29,6 +29,7 @@ struct Prepared {
   bool injected = false;             // this run did the create path's work
   std::vector<std::string> devices;  // what it injected
   std::vector<std::string> warnings; // for the log
+  std::vector<std::string> notes;    // for the log, at info
 };
 
 // `state_json`: the state as read, for the spec's hooks. Throws Error.

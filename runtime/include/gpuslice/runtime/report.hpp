@@ -5,6 +5,7 @@
 #pragma once
 
 #include "gpuslice/common/config.hpp"
+#include "gpuslice/create/create.hpp"
 #include "gpuslice/runtime/command_line.hpp"
 
 #include <string>
@@ -20,9 +21,8 @@ int fail(const CommandLine &cl, const Config &config, const std::string &message
 // the caller execs next.
 void log_line(const Config &config, const char *level, const std::string &message);
 
-// A create's line: the devices injected, the warnings before it. The usual
-// create logs this one line: spdlog is set up only for more.
-void log_injected(const Config &config, const std::string &id, const std::vector<std::string> &devices, bool limits,
-                  const std::vector<std::string> &warnings);
+// A create's line: the devices injected, its warnings and notes before it.
+// The usual create logs this one line: spdlog is set up only for more.
+void log_injected(const Config &config, const std::string &id, const create::Created &created);
 
 } // namespace gpuslice::runtime

@@ -38,6 +38,8 @@ inline constexpr const char *kRegionSocket = GS_STATE_REGION_SOCKET;
 inline constexpr const char *kInitPidFile = GS_STATE_INIT_PID_FILE;
 inline constexpr const char *kActivityTable = GS_STATE_ACTIVITY;
 inline constexpr const char *kGpuMemoryFile = GS_STATE_GPU_MEMORY;
+// Why the GPUs' memory could not be known (NVML missing), said once.
+inline constexpr const char *kGpuMemoryUnknownFile = GS_STATE_GPU_MEMORY_UNKNOWN;
 inline constexpr const char *kStaleCollected = GS_STATE_STALE_COLLECTED;
 
 // A container id usable as one path component: [A-Za-z0-9_.-], not "." or

@@ -26,6 +26,7 @@
 #define GS_STATE_INIT_PID_FILE "init.pid"
 #define GS_STATE_ACTIVITY "activity"
 #define GS_STATE_GPU_MEMORY "gpu-memory"
+#define GS_STATE_GPU_MEMORY_UNKNOWN "gpu-memory-unknown"
 #define GS_STATE_STALE_COLLECTED "stale-collected"
 
 #endif

@@ -4,8 +4,10 @@
 
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/fs.hpp"
+#include "gpuslice/common/rootfs.hpp"
 #include "gpuslice/sharing/region.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace gpuslice::create {
@@ -20,11 +22,23 @@ Committed commit(Plan &plan, Facts &facts, const Context &ctx, const MonitorStar
   }
   Committed done{state::create_container_dir(ctx.config.state_dir, ctx.container_id, plan.record), std::nullopt};
   const state::ContainerDir &dir = done.dir;
+  std::vector<std::string> made; // in the image, undone on failure (when still empty)
   try {
     labeler.label_fd(dir.fd.get(), selinux::Share::private_file, dir.path);
     for (const auto &[name, text] : plan.files) {
       const UniqueFd f = fs::create_file_at(dir.fd.get(), name, text, 0444, dir.path);
       labeler.label_fd(f.get(), selinux::Share::private_read_only, dir.path + "/" + name);
+    }
+    // The image's missing pinned dirs, made without following its links
+    // (none lies on the way: the facts saw the path missing).
+    if (!plan.image_dirs.empty()) {
+      const UniqueFd root(::open(facts.rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      if (!root)
+        throw system_error("cannot open the container's root " + quote(facts.rootfs));
+      for (const auto &path : plan.image_dirs) {
+        rootfs::make_dirs_in_root(root.get(), path, facts.rootfs);
+        made.push_back(path);
+      }
     }
     // Its own limits file is in place: the next create counts it. Before
     // the monitor, whose start forks: a child would hold the lock on.
@@ -60,6 +74,8 @@ Committed commit(Plan &plan, Facts &facts, const Context &ctx, const MonitorStar
     }
     finish(dir);
   } catch (...) {
+    for (const auto &path : made)
+      ::rmdir((facts.rootfs + path).c_str());
     state::remove_container_dir(ctx.config.state_dir, ctx.container_id, state::process_id(static_cast<int>(::getpid())));
     throw;
   }

@@ -68,6 +68,14 @@ public:
     plan.files.emplace_back(state::kPreloadFile, merged_preload(image.preload_text));
     plan.record.limits_digest = state::limits_digest(limits_text);
     plan.monitor = true;
+    // A pinned dir the image lacks (a root made of a program and its
+    // libraries) is made in the root first: the pin's source must exist,
+    // and without the pin the dir runc makes for the mounts in it could be
+    // renamed away.
+    if (!spec.root_readonly())
+      for (auto [kind, dir] : {std::pair{image.etc, "/etc"}, std::pair{image.run, "/run"}})
+        if (kind == PathKind::missing && !spec.mounts_at(dir))
+          plan.image_dirs.emplace_back(dir);
     add_mounts(spec, ctx, facts.rootfs, plan.burst);
   }
 

@@ -194,6 +194,61 @@ def test_symlinked_preload_is_refused(sharing_runtime, test_tmp, spec_template, 
     assert cid not in rt.list_ids()
 
 
+# Roots as users build them: a program and its libraries copied into an
+# empty root, without /etc or /run (issue 60).
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("readonly", [False, True], ids=["writable-root", "read-only-root"])
+@pytest.mark.parametrize("missing", ["/etc", "/run", "/etc /run"])
+def test_a_root_without_etc_or_run_runs_with_its_limit(sharing_runtime, test_tmp, spec_template, own_rootfs, cid,
+                                                      missing, readonly):
+    """gpuslice mounts into /etc and /run, and pins them (bound onto
+    themselves) in a writable root: a directory the image lacks is made in
+    the root first, so the pin has a source and nothing can rename it away;
+    a read-only root needs no pin, the runtime makes its mount points."""
+    rt, state = sharing_runtime
+    for d in missing.split():
+        shutil.rmtree(own_rootfs / d.lstrip("/"))
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, own_rootfs)
+    bundle.spec["root"]["readonly"] = readonly
+    script = ("cat /etc/ld.so.preload; /bin/probe dlsym alloc 300Mi oom 256Mi; "
+              "for d in /etc /run /run/gpuslice; do if mv $d $d.gone 2>/dev/null; then echo moved $d; fi; done")
+    rc, out = run(rt, bundle, cid, "0", script)
+    assert rc == 0, out
+    assert "/run/gpuslice/libgpuslice-cuda.so" in out, out
+    assert "probe dlsym alloc 300Mi: as expected" in out, out
+    assert "moved" not in out, out
+    assert not (state / "containers" / cid).exists()
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("dir_, target", [("etc", "usr/etc"), ("run", "/run"), ("run", "HOST")],
+                         ids=["etc-to-usr-etc", "run-to-absolute-run", "run-to-a-host-looking-path"])
+def test_a_root_whose_etc_or_run_is_a_link_is_refused_and_nothing_outside_changes(sharing_runtime, test_tmp,
+                                                                                  spec_template, own_rootfs, cid,
+                                                                                  dir_, target):
+    """The image's links are never followed out of its root: a pinned dir
+    that is a link is refused before anything is made, on the host or in
+    the root, with a reason."""
+    rt, state = sharing_runtime
+    host = test_tmp / "host-looking"  # what the link would reach if followed from the host
+    target = str(host) if target == "HOST" else target
+    shutil.rmtree(own_rootfs / dir_)
+    (own_rootfs / "usr" / "etc").mkdir(parents=True, exist_ok=True)
+    (own_rootfs / dir_).symlink_to(target)
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, own_rootfs)
+    bundle.spec["root"]["readonly"] = False
+    bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=0")
+    written = bundle.write()
+    p = rt.create(bundle, cid, check=False)
+    assert p.returncode != 0
+    assert f'"/{dir_}" is (or goes through) a symbolic link' in p.stderr, p.stderr
+    assert bundle.config_path.read_bytes() == written
+    assert not host.exists()
+    assert (own_rootfs / dir_).is_symlink() and sorted(p.name for p in (own_rootfs / "usr" / "etc").iterdir()) == []
+    assert not (state / "containers" / cid).exists()
+    assert cid not in rt.list_ids()
+
+
 @pytest.mark.gpuslice
 def test_activity_table_is_read_only_in_burst_containers(sharing_runtime, test_tmp, spec_template, glibc_rootfs, cid):
     """One tenant emptied or grew the node-wide activity file every burst

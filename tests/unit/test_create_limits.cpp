@@ -214,6 +214,30 @@ TEST_CASE("create: burst mounts the node's activity table read-only; a read-only
   CHECK(sharing::parse_limits(fs::read_file(n.t / "state/containers/c/limits")).activity == "/run/gpuslice/activity");
 }
 
+TEST_CASE("create: the /etc and /run a writable root lacks are made in it, then pinned", "[create][sharing]") {
+  Node n;
+  const std::string b = n.bundle("b", "0", R"(, "readonly": false)"); // its rootfs is empty
+  REQUIRE(prepare(b, "c1", n.config).shared);
+  for (const char *dir : {"/etc", "/run"}) {
+    struct stat st {};
+    REQUIRE(::lstat((b + "/rootfs" + dir).c_str(), &st) == 0);
+    CHECK(S_ISDIR(st.st_mode));
+    const auto mounts = mounts_of(b);
+    CHECK(std::any_of(mounts.begin(), mounts.end(), [&](const cdi::OciSpec &m) {
+      return m["destination"] == dir && m["source"] == b + "/rootfs" + dir;
+    }));
+  }
+  // A read-only root gets no pin, and nothing is made in it.
+  const std::string ro = n.bundle("ro", "0", R"(, "readonly": true)");
+  REQUIRE(prepare(ro, "c2", n.config).shared);
+  CHECK(::access((ro + "/rootfs/etc").c_str(), F_OK) != 0);
+  CHECK(::access((ro + "/rootfs/run").c_str(), F_OK) != 0);
+  // A create refused (its id is taken) makes nothing in the root.
+  const std::string failing = n.bundle("failing", "0", R"(, "readonly": false)");
+  CHECK_THROWS(prepare(failing, "c1", n.config));
+  CHECK(::access((failing + "/rootfs/etc").c_str(), F_OK) != 0);
+}
+
 TEST_CASE("create: a /run the spec already mounts is not pinned again", "[create][sharing]") {
   Node n;
   n.t.write("b/config.json", R"({"root": {"path": "rootfs"}, "mounts": [{"destination": "/run", "type": "tmpfs", "source": "tmpfs"}],

@@ -77,6 +77,9 @@ struct Plan {
   bool monitor = false;                                   // the usage region, its socket, the monitor
   bool burst = false;                                     // the monitor publishes to the activity table
   selinux::Labeler labeler;                               // labels what commit makes (inactive: none)
+  // Directories the image lacks that gpuslice pins (/etc, /run), made in
+  // the container's root before the runtime mounts them onto themselves.
+  std::vector<std::string> image_dirs;
   std::vector<std::string> warnings;                      // for the caller to log once the create is done
   std::vector<std::string> notes;                         // the same, at info
 };

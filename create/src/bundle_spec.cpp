@@ -7,6 +7,7 @@
 
 #include <sys/random.h>
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -410,6 +411,24 @@ void BundleSpec::add_mount(const OciMount &m) {
   if (!mounts.is_array())
     mounts = cdi::OciSpec::array();
   mounts.push_back(mount_json(m));
+}
+
+std::size_t BundleSpec::remove_mounts(const std::vector<std::pair<std::string, std::string>> &pairs) {
+  auto mounts = doc_.find("mounts");
+  if (mounts == doc_.end() || !mounts->is_array())
+    return 0;
+  const auto before = mounts->size();
+  auto &list = *mounts;
+  list.erase(std::remove_if(list.begin(), list.end(),
+                            [&](const cdi::OciSpec &m) {
+                              const auto destination = string_member(m, "destination", "mounts[].destination");
+                              const auto source = string_member(m, "source", "mounts[].source");
+                              return destination && source &&
+                                     std::find(pairs.begin(), pairs.end(), std::pair{*destination, *source}) !=
+                                         pairs.end();
+                            }),
+             list.end());
+  return before - list.size();
 }
 
 void BundleSpec::add_mounts_first(const std::vector<OciMount> &added) {

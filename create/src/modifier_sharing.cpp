@@ -80,7 +80,21 @@ public:
   }
 
 private:
+  // (destination, source) of each mount add_mounts makes.
+  static std::vector<std::pair<std::string, std::string>> own_mounts(const Context &ctx) {
+    return {{kSharingDir, ctx.state_path + "/" + state::kRunDir},
+            {GS_DEFAULT_LIMITS_PATH, ctx.state_path + "/" + state::kLimitsFile},
+            {kInterposerContainerPath, ctx.config.interposer_path},
+            {kActivityContainerPath, fs::clean_path(ctx.config.state_dir) + "/" + state::kActivityTable},
+            {"/etc/ld.so.preload", ctx.state_path + "/" + state::kPreloadFile}};
+  }
+
   static void add_mounts(BundleSpec &spec, const Context &ctx, const std::string &rootfs, bool burst) {
+    // This very create's mounts (sources in this id's state dir), left in
+    // config.json by an earlier try of it that was killed after writing it
+    // (kill -9, OOM, a reboot): made again below, one copy of each. Any
+    // other mount there is not gpuslice's to replace.
+    spec.remove_mounts(own_mounts(ctx));
     if (spec.mounts_under(kSharingDir) || spec.mounts_at("/etc/ld.so.preload"))
       throw Error("the container already mounts something at " + quote(kSharingDir) + " or " +
                   quote("/etc/ld.so.preload"));

@@ -232,7 +232,8 @@ ContainerDir create_container_dir(const std::string &state_dir, const std::strin
     // is stale as soon as its runtime has exited without a pid file.)
     if (waited || !theirs || theirs->init)
       throw Error("container id " + quote(id) + " is already in use (state " + quote(path) +
-                  "): a second container cannot take it over");
+                  "): a second container cannot take it over; if it is left from a create that was killed, "
+                  "delete it (the runtime's delete --force " + id + ") and create it again");
     lock_exclusive(existing.get(), path);
   }
   const auto me = process_id(static_cast<int>(::getpid()));

@@ -249,6 +249,94 @@ def test_a_root_whose_etc_or_run_is_a_link_is_refused_and_nothing_outside_change
     assert cid not in rt.list_ids()
 
 
+def killing_runtime_once(rt: ocitest.Runtime, runtime_name: str, test_tmp: Path, before_kill: str) -> Path:
+    """`rt`'s low-level runtime replaced by a script that, the first time it
+    is run for a create, runs the shell words `before_kill` ($real is the
+    runtime) and SIGKILLs itself, then is the runtime. The marker it makes
+    the first time is returned."""
+    real = tool(RUNTIMES[runtime_name])
+    marker, stub = test_tmp / "killed-once", test_tmp / "kill-once-runtime"
+    stub.write_text(f"#!/bin/sh\nreal={real}\n"
+                    f'case " $* " in *" create "*) [ -e {marker} ] || {{ touch {marker}; {before_kill} kill -9 $$; }};; esac\n'
+                    'exec "$real" "$@"\n')
+    stub.chmod(0o755)
+    conf = Path(rt.env["GPUSLICE_CONFIG"])
+    conf.write_text(conf.read_text().replace(f'runtimes = ["{real}"]', f'runtimes = ["{stub}"]'))
+    return marker
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("device", ["0", "whole"], ids=["limited", "unlimited"])
+def test_a_create_killed_after_it_wrote_config_json_is_retried_with_one_copy_of_each_edit(
+        sharing_runtime, runtime_name, test_tmp, spec_template, glibc_rootfs, cid, device):
+    """gpuslice-runtime execs the low-level runtime in its own process: a
+    runtime that dies of SIGKILL at once is a create killed just after it
+    wrote config.json (kill -9, the OOM killer, a reboot). The next create
+    of the same bundle and id (containerd's retry) succeeds, with one copy
+    of every edit, and the container runs with its limit."""
+    rt, state = sharing_runtime
+    marker = killing_runtime_once(rt, runtime_name, test_tmp, "")
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
+    bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}={device}")
+    limited = device == "0"
+    bundle.shell("cat /etc/ld.so.preload; /bin/probe dlsym alloc 300Mi oom 256Mi" if limited else "echo ran")
+    bundle.write()
+
+    killed = rt.create(bundle, cid, check=False)
+    assert killed.returncode == -9 and marker.exists(), killed.stderr
+    assert "/dev/nvidia0" in bundle.config_path.read_text()  # config.json was written
+
+    rt.create(bundle, cid)
+    config = json.loads(bundle.config_path.read_text())
+    destinations = [m["destination"] for m in config["mounts"]]
+    assert len(destinations) == len(set(destinations)), destinations
+    assert [d["path"] for d in config["linux"]["devices"]].count("/dev/nvidia0") == 1
+    assert len(config["process"]["env"]) == len(set(config["process"]["env"])), config["process"]["env"]
+    assert ("/run/gpuslice" in destinations) == limited, destinations
+    pid = int((bundle.path / f"{cid}.pid").read_text())
+    rt.start(cid)
+    rc = ocitest.wait_pid(pid, 30)
+    out = (bundle.path / f"{cid}.out").read_text()
+    rt.delete(cid)
+    assert rc == 0, out
+    if limited:
+        assert "/run/gpuslice/libgpuslice-cuda.so" in out and "probe dlsym alloc 300Mi: as expected" in out, out
+    else:
+        assert "ran" in out, out
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (state / "containers" / cid).exists():
+        time.sleep(0.05)
+    assert not (state / "containers" / cid).exists()
+
+
+@pytest.mark.gpuslice
+@pytest.mark.parametrize("device", ["0", "whole"], ids=["limited", "unlimited"])
+def test_a_create_killed_while_the_runtime_creates_is_retried_or_refused_saying_what_to_do(
+        sharing_runtime, runtime_name, test_tmp, spec_template, glibc_rootfs, cid, device):
+    """The same kill while the low-level runtime's create runs: the runtime
+    may have made the container by then. The retry either runs it (one copy
+    of each edit) or fails naming the container the runtime already has;
+    after a forced delete nothing of gpuslice's is left."""
+    rt, state = sharing_runtime
+    killing_runtime_once(rt, runtime_name, test_tmp, '"$real" "$@" & sleep 0.05;')
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
+    bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}={device}")
+    bundle.shell("echo ran")
+    bundle.write()
+    killed = rt.create(bundle, cid, check=False)
+    assert killed.returncode == -9, killed.stderr
+    time.sleep(0.5)  # the runtime's own create, left running, ends
+    retry = rt.create(bundle, cid, check=False)
+    if retry.returncode != 0:
+        assert f"delete --force {cid}" in retry.stderr, retry.stderr
+    rt.run("delete", "--force", cid, check=False)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (state / "containers" / cid).exists():
+        time.sleep(0.05)
+    assert not (state / "containers" / cid).exists()
+    assert cid not in rt.list_ids()
+
+
 @pytest.mark.gpuslice
 def test_activity_table_is_read_only_in_burst_containers(sharing_runtime, test_tmp, spec_template, glibc_rootfs, cid):
     """One tenant emptied or grew the node-wide activity file every burst

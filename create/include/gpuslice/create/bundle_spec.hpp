@@ -65,6 +65,9 @@ public:
   void add_mount(const OciMount &m);
   // Before every mount the spec has (and in this order).
   void add_mounts_first(const std::vector<OciMount> &mounts);
+  // The mounts whose destination and source are exactly one of `pairs`
+  // removed; how many.
+  std::size_t remove_mounts(const std::vector<std::pair<std::string, std::string>> &pairs);
   // At `stage`, unless a hook of the same path and arguments is there.
   void add_hook(const std::string &stage, const OciHook &hook);
 

@@ -1,6 +1,9 @@
 // Added cost of libgpuslice-cuda.so per call, against the driver called
-// directly in the same process: the fake driver here, the real libcuda.so.1
-// on a GPU machine (tests/gpu/run.sh). Both are loaded here, the driver's
+// directly in the same process: here the fake driver (addresses come back
+// from malloc, so a freed one is soon handed out again) and the null driver
+// (null_driver.c: nothing done, never an address twice, each allocation's
+// table slot a new one), the real libcuda.so.1 on a GPU machine
+// (tests/gpu/run.sh). Allocations are of 1 MiB. Both are loaded here, the driver's
 // entry points are taken from it, the wrapped ones from the interposer (whose
 // real driver is that same library). Device 0 has a memory limit and no
 // compute share; device 1, where there is one, a fixed 50% share that is not
@@ -154,7 +157,7 @@ void row(const char *what, const Compared &c, double target) {
 int main(int argc, char **argv) {
   if (argc < 3) {
     std::fprintf(stderr, "usage: bench_interposer LIBCUDA INTERPOSER [ITERATIONS]\n"
-                         "  LIBCUDA: the fake driver's path, or libcuda.so.1 for the machine's\n");
+                         "  LIBCUDA: the fake or the null driver's path, or libcuda.so.1 for the machine's\n");
     return 1;
   }
   long n = argc > 3 ? std::atol(argv[3]) : 1000000;
@@ -204,7 +207,7 @@ int main(int argc, char **argv) {
     return [&a](long k) {
       for (long i = 0; i < k; i++) {
         CUdeviceptr p;
-        if (a.alloc(&p, 4096) || a.free_(p))
+        if (a.alloc(&p, 1 << 20) || a.free_(p))
           std::abort();
       }
       return -1.0;

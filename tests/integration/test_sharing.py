@@ -249,6 +249,30 @@ def test_a_root_whose_etc_or_run_is_a_link_is_refused_and_nothing_outside_change
     assert cid not in rt.list_ids()
 
 
+@pytest.mark.gpuslice
+def test_a_create_killed_after_its_state_dir_is_retried(sharing_runtime, test_tmp, spec_template, glibc_rootfs, cid):
+    """kill -9 of gpuslice-runtime just after its state dir is in place and
+    before config.json is written (strace delivers SIGKILL at the pid
+    file's unlink, the first thing the create does then): the retry of the
+    same bundle and id collects that dir (its creator is gone) and runs."""
+    rt, state = sharing_runtime
+    bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
+    bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}=whole")
+    bundle.shell("echo ran")
+    written = bundle.write()
+    killed = subprocess.run(["strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=unlink",
+                             "-e", "inject=unlink:signal=KILL:when=1", *rt.cmd("create", "--bundle", str(bundle.path),
+                                                                               "--pid-file", str(test_tmp / "init.pid"),
+                                                                               cid)],
+                            env=rt.env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert killed.returncode != 0, killed.stderr
+    assert (state / "containers" / cid / "state.json").exists()  # killed after the state dir
+    assert bundle.config_path.read_bytes() == written  # and before config.json
+    rc, out, err = rt.run_container(bundle, cid)
+    assert rc == 0 and "ran" in out, out + err
+    assert not (state / "containers" / cid).exists()
+
+
 def killing_runtime_once(rt: ocitest.Runtime, runtime_name: str, test_tmp: Path, before_kill: str) -> Path:
     """`rt`'s low-level runtime replaced by a script that, the first time it
     is run for a create, runs the shell words `before_kill` ($real is the

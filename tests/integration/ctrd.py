@@ -18,6 +18,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import tarfile
 import tempfile
 import time
@@ -25,6 +26,8 @@ from pathlib import Path
 
 NAMESPACE = "gpuslice-test"
 IMAGE = "localhost/gpuslice-test/busybox:latest"
+# Where `Containerd.run` binds the directory the container writes its output to.
+CTR_OUT = "/gpuslice-test-out"
 
 # Plugins that cannot run here or are not needed: the CRI plugin (the tests
 # drive containerd through ctr; `cri_config` turns it on), snapshotters other
@@ -292,14 +295,25 @@ class Containerd:
             extra: list[str] = (), check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
         """`ctr run --rm` of the busybox image with the runc v2 shim, runc's
         state in our dir; `runc_binary` replaces runc (a runc-compatible
-        wrapper such as gpuslice-runtime)."""
+        wrapper such as gpuslice-runtime). The container's stdout and stderr
+        are those of the call: written to files in a directory bound into
+        the container, not read through ctr, which loses the output of a
+        task that exits at once now and then (seen with containerd 2)."""
+        out = Path(tempfile.mkdtemp(dir=self.base, prefix="ctr-out-"))
         opts = ["run", "--rm", "--runtime", "io.containerd.runc.v2", "--runc-root", str(self.runc_root),
-                "--fifo-dir", str(self.fifo_dir)]
+                "--fifo-dir", str(self.fifo_dir), "--mount", f"type=bind,src={out},dst={CTR_OUT},options=rbind:rw"]
         if runc_binary:
             opts += ["--runc-binary", runc_binary]
         for k, v in (annotations or {}).items():
             opts += ["--annotation", f"{k}={v}"]
-        return self.ctr(*opts, *extra, IMAGE, cid, *args, check=check, timeout=timeout)
+        wrapped = ["sh", "-c", f'"$@" >{CTR_OUT}/stdout 2>{CTR_OUT}/stderr', "sh", *args]
+        try:
+            p = self.ctr(*opts, *extra, IMAGE, cid, *wrapped, check=check, timeout=timeout)
+            p.stdout = (out / "stdout").read_text() if (out / "stdout").exists() else ""
+            p.stderr = p.stderr + ((out / "stderr").read_text() if (out / "stderr").exists() else "")
+            return p
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
 
     def cleanup_containers(self) -> None:
         for line in self.ctr("tasks", "list", "--quiet", check=False).stdout.split():

@@ -28,11 +28,6 @@ static const char none[] = "";
 /* What Go's strconv.ParseBool takes: "--detach=false" is a switch too. */
 static const char go_bools[] = "1\0t\0T\0TRUE\0true\0True\0" "0\0f\0F\0FALSE\0false\0False\0";
 
-/* Whether name[0..len) is `flag`. */
-static int is(const char *name, size_t len, const char *flag) {
-  return gs_strlen(flag) == len && gs_bytes_equal(name, flag, len);
-}
-
 /* The flag at argv[*i], read as Go's flag package (runc's) reads it: one
  * dash or two alike, its value after '=' or, for a flag that takes one, in
  * the next argument (*i then on it). Its name (len bytes) and value; 0 for
@@ -57,10 +52,9 @@ static int take_flag(int argc, char *const *argv, int *i, const char *with_value
 static enum gs_verb_kind kind_of(const char *verb) {
   if (gs_streq(verb, "create") || gs_streq(verb, "run"))
     return GS_VERB_BUNDLE;
-  static const char monitored[] = "start\0state\0ps\0pause\0resume\0";
   if (gs_streq(verb, "delete") || gs_streq(verb, "exec"))
     return GS_VERB_CONTAINER;
-  return listed(monitored, verb, gs_strlen(verb)) ? GS_VERB_MONITORED : GS_VERB_PLAIN;
+  return listed("start\0state\0ps\0pause\0resume\0", verb, gs_strlen(verb)) ? GS_VERB_MONITORED : GS_VERB_PLAIN;
 }
 
 /* The first argument in doubt, where there is none yet. */
@@ -81,9 +75,9 @@ void gs_read_call(int argc, char *const *argv, struct gs_call *call) {
     }
     if (take_flag(argc, argv, &i, global_with_value, global_switches, &name, &len, &value) != 0)
       doubt(call, i);
-    else if (is(name, len, "log"))
+    else if (listed("log\0", name, len))
       call->log = value;
-    else if (is(name, len, "log-format"))
+    else if (listed("log-format\0", name, len))
       call->log_format = value;
   }
   if (call->verb == argc)
@@ -93,15 +87,15 @@ void gs_read_call(int argc, char *const *argv, struct gs_call *call) {
   if (call->kind == GS_VERB_PLAIN)
     return;
   const int exec = gs_streq(verb, "exec");
-  const char *with_value = create_with_value, *switches = create_switches;
-  if (exec)
+  const char *with_value = none, *switches = none;
+  if (call->kind == GS_VERB_BUNDLE)
+    with_value = create_with_value, switches = create_switches;
+  else if (exec)
     with_value = exec_with_value, switches = exec_switches;
   else if (gs_streq(verb, "ps"))
-    with_value = ps_with_value, switches = none;
+    with_value = ps_with_value;
   else if (gs_streq(verb, "delete"))
-    with_value = none, switches = delete_switches;
-  else if (call->kind == GS_VERB_MONITORED)
-    with_value = none, switches = none;
+    switches = delete_switches;
   int ids = 0;
   for (; i < argc; ++i) {
     const char *arg = argv[i];
@@ -120,11 +114,11 @@ void gs_read_call(int argc, char *const *argv, struct gs_call *call) {
     }
     if (take_flag(argc, argv, &i, with_value, switches, &name, &len, &value) != 0)
       doubt(call, i);
-    else if (exec && (is(name, len, "process") || is(name, len, "p")))
+    else if (exec && listed("process\0p\0", name, len))
       call->process = value;
-    else if (!exec && (is(name, len, "bundle") || is(name, len, "b")))
+    else if (!exec && listed("bundle\0b\0", name, len))
       call->bundle = value; /* the last one counts, as for runc */
-    else if (!exec && is(name, len, "pid-file"))
+    else if (!exec && listed("pid-file\0", name, len))
       call->pid_file = value;
   }
   if (ids != 1)

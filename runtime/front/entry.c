@@ -76,27 +76,8 @@ static long sys_statx(int dir, const char *path, int flags, struct statx *st) {
  * as glibc expects it, and only the pages touched are faulted in. */
 static struct {
   size_t used;
-  char bytes[GS_FRONT_MAX_CONFIG + 1 + GS_FRONT_MAX_RECORD + 1 + 4096 + GS_FRONT_MAX_SPEC + 1];
+  char bytes[GS_FRONT_MAX_CONFIG + 1 + GS_FRONT_MAX_RECORD + 1 + GS_FRONT_MAX_SPEC + 1];
 } arena;
-
-/* Reads all of `fd` (at most `max` bytes) into the arena: its length and
- * *out, or -1 when larger or on an error. */
-static long read_all(int fd, size_t max, char **out) {
-  char *const buf = arena.bytes + arena.used;
-  size_t got = 0;
-  for (;;) {
-    const long n = gs_raw_syscall(__NR_read, fd, (long)(buf + got), (long)(max + 1 - got), 0, 0);
-    if (n == -EINTR)
-      continue;
-    if (n < 0 || (got += (size_t)n) > max)
-      return -1;
-    if (n == 0)
-      break;
-  }
-  arena.used += got + 1;
-  *out = buf;
-  return (long)got;
-}
 
 /* The bytes of file `name` of directory `dir` (AT_FDCWD: a path), read
  * whole into the arena: 1 and *len, 0 when there is none, -1 when it cannot
@@ -107,11 +88,18 @@ static int read_file(int dir, const char *name, size_t max, int root_only, char 
   if (fd < 0)
     return fd == -ENOENT ? 0 : -1;
   struct statx st;
-  const int ok = sys_statx(fd, "", AT_EMPTY_PATH, &st) == 0 && S_ISREG(st.stx_mode) &&
-                 (!root_only || (st.stx_uid == 0 && (st.stx_mode & 022) == 0));
-  *len = ok ? read_all(fd, max, bytes) : -1;
+  char *const buf = *bytes = arena.bytes + arena.used;
+  size_t got = 0;
+  long n = -1;
+  if (sys_statx(fd, "", AT_EMPTY_PATH, &st) == 0 && S_ISREG(st.stx_mode) &&
+      (!root_only || (st.stx_uid == 0 && (st.stx_mode & 022) == 0)))
+    do
+      n = gs_raw_syscall(__NR_read, fd, (long)(buf + got), (long)(max + 1 - got), 0, 0);
+    while (n == -EINTR || (n > 0 && (got += (size_t)n) <= max));
   sys_close(fd);
-  return *len < 0 ? -1 : 1;
+  arena.used += got + 1;
+  *len = (long)got;
+  return n == 0 ? 1 : -1;
 }
 
 /* The record of `config_path`, parsed, from a dir of root's alone: 0, or -1. */
@@ -130,29 +118,20 @@ static int read_record(const char *config_path, struct gs_front_record *r) {
   return found == 1 ? gs_front_parse_record(bytes, (size_t)len, r) : -1;
 }
 
-/* Where the runtime's search must not land: this very program. */
-struct self {
-  unsigned long long ino;
-  unsigned dev_major, dev_minor;
-};
-
-static int usable(const char *path, void *ctx) {
-  const struct self *self = ctx;
+/* An executable regular file other than `self`'s, this very program's. */
+static int usable(const char *path, void *self) {
+  const struct statx *me = self;
   struct statx st;
   return sys_statx(AT_FDCWD, path, 0, &st) == 0 && S_ISREG(st.stx_mode) &&
          gs_raw_syscall(__NR_faccessat, AT_FDCWD, (long)path, 1 /* X_OK */, 0, 0) == 0 &&
-         !(st.stx_ino == self->ino && st.stx_dev_major == self->dev_major && st.stx_dev_minor == self->dev_minor);
+         !(st.stx_ino == me->stx_ino && st.stx_dev_major == me->stx_dev_major && st.stx_dev_minor == me->stx_dev_minor);
 }
 
 static const char *env_value(char **envp, const char *name) {
   const size_t n = gs_strlen(name);
-  for (; *envp; ++envp) {
-    size_t i = 0;
-    while (i < n && (*envp)[i] == name[i])
-      ++i;
-    if (i == n && (*envp)[n] == '=')
+  for (; *envp; ++envp) /* a shorter entry differs at its NUL: no read past it */
+    if (gs_bytes_equal(*envp, name, n) && (*envp)[n] == '=')
       return *envp + n + 1;
-  }
   return 0;
 }
 
@@ -163,19 +142,6 @@ static unsigned long aux_value(const unsigned long *auxv, unsigned long type) {
   return 0;
 }
 
-/* path = dir "/" name, when it fits in `room` bytes (dir may be path). */
-static int join(char *path, size_t room, const char *dir, const char *name) {
-  return gs_join_path(path, room, dir, gs_strlen(dir), name) == 0;
-}
-
-/* What lies at `path`, not followed: 1 a directory, 0 nothing (or no
- * directory), -1 when it cannot be told. */
-static int is_dir(const char *path) {
-  struct statx st;
-  const long rc = sys_statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, &st);
-  return rc == 0 ? S_ISDIR(st.stx_mode) : rc == -ENOENT ? 0 : -1;
-}
-
 /* Whether the call needs nothing of the full program: a plain verb; a verb
  * of a container without a state dir; one that only starts a monitor again
  * of a container without one (no run/ in its dir: no limits); a create or
@@ -183,29 +149,32 @@ static int is_dir(const char *path) {
  * no state dir: whatever lies at the path it makes, the full program then
  * execs the runtime.) */
 static int nothing_to_do(const struct gs_call *call, const struct gs_front_record *r) {
-  char *const path = arena.bytes + arena.used;
-  const size_t room = 4096;
-  arena.used += room;
+  char path[4096], *spec;
+  long spec_len;
+  struct statx st;
   if (call->kind == GS_VERB_CONTAINER || call->kind == GS_VERB_MONITORED) {
-    if (!join(path, room, r->state_dir, GS_STATE_CONTAINERS) || !join(path, room, path, call->id))
+    if (gs_join_path(path, sizeof path, r->state_dir, gs_strlen(r->state_dir), GS_STATE_CONTAINERS) != 0 ||
+        gs_join_path(path, sizeof path, path, gs_strlen(path), call->id) != 0 ||
+        (call->kind == GS_VERB_MONITORED && gs_join_path(path, sizeof path, path, gs_strlen(path), GS_STATE_RUN_DIR)))
       return 0;
-    const int dir = is_dir(path);
-    if (dir <= 0 || call->kind == GS_VERB_CONTAINER)
-      return dir == 0;
-    return join(path, room, path, GS_STATE_RUN_DIR) && is_dir(path) == 0;
+    const long rc = sys_statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, &st);
+    return rc == -ENOENT || (rc == 0 && !S_ISDIR(st.stx_mode));
   }
-  if (call->kind == GS_VERB_BUNDLE) {
-    if (!join(path, room, call->bundle && *call->bundle ? call->bundle : ".", "config.json"))
-      return 0;
-    char *spec;
-    long spec_len;
-    return read_file(AT_FDCWD, path, GS_FRONT_MAX_SPEC, 0, &spec, &spec_len) == 1 &&
+  const char *const bundle = call->bundle && *call->bundle ? call->bundle : ".";
+  if (call->kind == GS_VERB_BUNDLE)
+    return gs_join_path(path, sizeof path, bundle, gs_strlen(bundle), "config.json") == 0 &&
+           read_file(AT_FDCWD, path, GS_FRONT_MAX_SPEC, 0, &spec, &spec_len) == 1 &&
            !gs_front_spec_may_request(spec, (size_t)spec_len, r);
-  }
   return 1;
 }
 
-static void try_front(int argc, char **argv, char **envp, const unsigned long *auxv) {
+/* Called by the entry with the stack as the kernel made it. */
+__attribute__((used)) void gs_front(long *sp) {
+  const int argc = (int)sp[0];
+  char **const argv = (char **)(sp + 1), **const envp = argv + argc + 1, **e = envp;
+  while (*e)
+    ++e;
+  const unsigned long *const auxv = (const unsigned long *)(e + 1);
   /* Only for root, and never in a set-id program (whose environment is not
    * to be trusted: secure_getenv). */
   if (argc < 1 || aux_value(auxv, AT_SECURE) != 0 || aux_value(auxv, AT_EUID) != 0)
@@ -229,10 +198,9 @@ static void try_front(int argc, char **argv, char **envp, const unsigned long *a
       !gs_front_record_matches(&record, build_id, config_path, found ? config : 0, (size_t)config_len) ||
       !nothing_to_do(&call, &record))
     return;
-  struct statx self_st;
-  if (sys_statx(AT_FDCWD, "/proc/self/exe", 0, &self_st) != 0)
+  struct statx self;
+  if (sys_statx(AT_FDCWD, "/proc/self/exe", 0, &self) != 0)
     return;
-  struct self self = {self_st.stx_ino, self_st.stx_dev_major, self_st.stx_dev_minor};
   char runtime[4096];
   if (gs_find_runtime(record.runtime, record.runtimes, env_value(envp, "PATH"), runtime, sizeof runtime, usable,
                       &self) != 0)
@@ -241,15 +209,4 @@ static void try_front(int argc, char **argv, char **envp, const unsigned long *a
   argv[0] = runtime;
   gs_raw_syscall(__NR_execve, (long)runtime, (long)argv, (long)envp, 0, 0);
   argv[0] = own_name; /* the full program says why */
-}
-
-/* Called by the entry with the stack as the kernel made it. */
-__attribute__((used)) void gs_front(long *sp) {
-  const int argc = (int)sp[0];
-  char **argv = (char **)(sp + 1);
-  char **envp = argv + argc + 1;
-  char **e = envp;
-  while (*e)
-    ++e;
-  try_front(argc, argv, envp, (const unsigned long *)(e + 1));
 }

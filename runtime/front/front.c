@@ -46,28 +46,17 @@ static const char *after(const char *line, const char *prefix) {
 /* A decimal without sign or leading zero, at most `max`, filling the rest
  * of the string: 0, or -1. */
 static int parse_count(const char *s, unsigned long max, unsigned long *out) {
-  unsigned long v = 0;
-  const char *start = s;
-  for (; *s >= '0' && *s <= '9'; ++s)
-    if ((v = v * 10 + (unsigned long)(*s - '0')) > max)
-      return -1;
-  if (s == start || *s || (*start == '0' && s - start > 1))
+  if (!*s || (*s == '0' && s[1]))
     return -1;
-  *out = v;
-  return 0;
+  for (*out = 0; *s >= '0' && *s <= '9' && *out <= max; ++s)
+    *out = *out * 10 + (unsigned long)(*s - '0');
+  return *s || *out > max ? -1 : 0;
 }
 
-/* "KEY N" and then N lines, none empty, into list[]. */
-static int take_list(char **p, char *end, const char *key, int *n, const char **list) {
+/* The next line's value after `key`, when it is that key's and not empty. */
+static const char *take_value(char **p, char *end, const char *key) {
   const char *line = take_line(p, end), *v = line ? after(line, key) : 0;
-  unsigned long count;
-  if (!v || parse_count(v, GS_FRONT_MAX_LIST, &count) != 0)
-    return -1;
-  *n = (int)count;
-  for (int i = 0; i < *n; ++i)
-    if (!(list[i] = take_line(p, end)) || !*list[i])
-      return -1;
-  return 0;
+  return v && *v ? v : 0;
 }
 
 int gs_front_parse_record(char *buf, size_t len, struct gs_front_record *r) {
@@ -75,23 +64,23 @@ int gs_front_parse_record(char *buf, size_t len, struct gs_front_record *r) {
   if (len < sizeof magic - 1 || !gs_bytes_equal(buf, magic, sizeof magic - 1))
     return -1;
   char *p = buf + sizeof magic - 1, *end = buf + len;
-  const char *line, *v;
-  if (!(line = take_line(&p, end)) || !(r->writer = after(line, "writer ")) || !*r->writer)
+  if (!(r->writer = take_value(&p, end, "writer ")) || !(r->config_path = take_value(&p, end, "config ")) ||
+      !(r->state_dir = take_value(&p, end, "state-dir ")) || r->config_path[0] != '/' || r->state_dir[0] != '/')
     return -1;
-  if (!(line = take_line(&p, end)) || !(r->config_path = after(line, "config ")) || r->config_path[0] != '/')
-    return -1;
-  if (!(line = take_line(&p, end)) || !(r->state_dir = after(line, "state-dir ")) || r->state_dir[0] != '/')
-    return -1;
-  if (take_list(&p, end, "runtimes ", &r->runtimes, r->runtime) != 0 ||
-      take_list(&p, end, "triggers ", &r->triggers, r->trigger) != 0)
-    return -1;
-  if (!(line = take_line(&p, end)) || !(v = after(line, "config-bytes ")))
+  const char *line, *v = 0;
+  r->runtimes = r->triggers = 0;
+  while ((line = take_line(&p, end)) && !(v = after(line, "config-bytes "))) {
+    if ((v = after(line, "runtime ")) && *v && r->runtimes < GS_FRONT_MAX_LIST)
+      r->runtime[r->runtimes++] = v;
+    else if ((v = after(line, "trigger ")) && *v && r->triggers < GS_FRONT_MAX_LIST)
+      r->trigger[r->triggers++] = v;
+    else
+      return -1;
+  }
+  unsigned long size = 0;
+  if (!line || (!(r->config_absent = gs_streq(v, "absent")) && parse_count(v, GS_FRONT_MAX_CONFIG, &size) != 0))
     return -1;
   r->config = p;
-  r->config_absent = gs_streq(v, "absent");
-  unsigned long size = 0;
-  if (!r->config_absent && parse_count(v, GS_FRONT_MAX_CONFIG, &size) != 0)
-    return -1;
   r->config_size = size;
   return size == (size_t)(end - p) ? 0 : -1;
 }
@@ -100,9 +89,8 @@ int gs_front_record_matches(const struct gs_front_record *r, const char *build_i
                             const char *config, size_t config_size) {
   if (!build_id || !*build_id || !gs_streq(r->writer, build_id) || !gs_streq(r->config_path, config_path))
     return 0;
-  if (!config != !!r->config_absent)
-    return 0;
-  return !config || (config_size == r->config_size && gs_bytes_equal(config, r->config, config_size));
+  return config ? !r->config_absent && config_size == r->config_size && gs_bytes_equal(config, r->config, config_size)
+                : r->config_absent;
 }
 
 static int contains(const char *hay, size_t len, const char *needle) {
@@ -164,22 +152,12 @@ int gs_join_path(char *out, size_t cap, const char *dir, size_t dir_len, const c
 
 int gs_find_runtime(const char *const *names, int n, const char *path_env, char *out, size_t cap,
                     gs_usable_runtime usable, void *ctx) {
-  const char *path = path_env && *path_env ? path_env : GS_DEFAULT_PATH;
   for (int i = 0; i < n; ++i) {
-    const char *name = names[i];
-    if (!*name)
-      continue;
-    if (name[0] == '/') {
-      const size_t len = gs_strlen(name);
-      if (len < cap) {
-        for (size_t k = 0; k <= len; ++k)
-          out[k] = name[k];
-        if (usable(out, ctx))
-          return 0;
-      }
-      continue;
-    }
-    for (const char *dir = path; *dir;) {
+    /* an absolute name is looked for in "/" alone */
+    const char *name = names[i], *dirs = path_env && *path_env ? path_env : GS_DEFAULT_PATH;
+    if (name[0] == '/')
+      dirs = "/", ++name;
+    for (const char *dir = dirs; *name && *dir;) {
       size_t len = 0;
       while (dir[len] && dir[len] != ':')
         ++len;

@@ -34,7 +34,7 @@ extern "C" {
 
 /* Root's, on /run: a boot forgets them. One record per config path. */
 #define GS_FRONT_RECORD_DIR "/run/gpuslice/runtime-front"
-#define GS_FRONT_MAGIC "gpuslice-runtime front 1\n"
+#define GS_FRONT_MAGIC "gpuslice-runtime front 2\n"
 /* The largest config whose bytes a record holds; a larger one always takes
  * the full program. */
 #define GS_FRONT_MAX_CONFIG 16384

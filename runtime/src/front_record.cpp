@@ -23,14 +23,15 @@ bool one_line(const std::string &s) { return s.find('\n') == std::string::npos &
 // Root's and writable by root alone: all the front trusts.
 bool root_only(const struct stat &st) { return st.st_uid == 0 && (st.st_mode & 022) == 0; }
 
-// "KEY N" and the N entries, or nullopt when the front could not hold them.
+// A "KEY ENTRY" line for each entry, or nullopt when the front could not
+// hold them.
 std::optional<std::string> list(const char *key, const std::vector<std::string> &entries) {
   if (entries.size() > GS_FRONT_MAX_LIST ||
       !std::all_of(entries.begin(), entries.end(), [](const std::string &e) { return !e.empty() && one_line(e); }))
     return std::nullopt;
-  std::string out = std::string(key) + " " + std::to_string(entries.size()) + "\n";
+  std::string out;
   for (const auto &e : entries)
-    out += e + "\n";
+    out += std::string(key) + " " + e + "\n";
   return out;
 }
 
@@ -56,7 +57,7 @@ std::optional<std::string> front_record(const std::string &build_id, const std::
   if (!fs::is_absolute(config.state_dir))
     return std::nullopt;
   const std::string state_dir = fs::clean_path(config.state_dir);
-  const auto runtimes = list("runtimes", config.runtimes), triggers = list("triggers", create::create_triggers(config));
+  const auto runtimes = list("runtime", config.runtimes), triggers = list("trigger", create::create_triggers(config));
   if (build_id.empty() || !one_line(build_id) || !fs::is_absolute(config_path) || !one_line(config_path) ||
       !one_line(state_dir) || !runtimes || !triggers || (config_text && config_text->size() > GS_FRONT_MAX_CONFIG))
     return std::nullopt;

@@ -112,9 +112,9 @@ def test_container_without_request_starts_and_ends_through_the_front(gpuslice_ru
     config = Path(rt.env["GPUSLICE_CONFIG"]).read_bytes()
     record = fresh_record.read_bytes()
     assert record.endswith(b"config-bytes %d\n" % len(config) + config), record
-    assert f"\nruntimes 1\n{rt.lowlevel.argv[0]}\n".encode() in record, record
+    assert f"\nruntime {rt.lowlevel.argv[0]}\ntrigger ".encode() in record, record
     assert f"\nstate-dir {gpuslice_state_dir}\n".encode() in record, record
-    assert b"\ntriggers 3\ncdi.k8s.io/\n" in record, record
+    assert b"\ntrigger cdi.k8s.io/\n" in record and record.count(b"\ntrigger ") == 3, record
 
     pid = int((bundle.path / f"{cid}.pid").read_text())
     assert '"status": "created"' in assert_took("front", rt, log, "state", cid).stdout

@@ -252,8 +252,12 @@ TEST_CASE("front: any record not exactly as written is refused", "[front]") {
       ++refused;
       continue;
     }
-    const bool same_lists = p.r.runtimes == 2 && std::string(p.r.runtime[0]) == "runc" &&
-                            std::string(p.r.runtime[1]) == "crun" && std::string(p.r.state_dir) == "/run/gpuslice";
+    const auto triggers = create_triggers(Config{});
+    bool same_lists = p.r.runtimes == 2 && std::string(p.r.runtime[0]) == "runc" &&
+                      std::string(p.r.runtime[1]) == "crun" && std::string(p.r.state_dir) == "/run/gpuslice" &&
+                      p.r.triggers == static_cast<int>(triggers.size());
+    for (int t = 0; same_lists && t < p.r.triggers; ++t)
+      same_lists = p.r.trigger[t] == triggers[static_cast<std::size_t>(t)];
     CHECK_FALSE((matches(p.r, kConfigPath, std::string("[log]\nlevel = \"warn\"\n")) && same_lists));
   }
   CHECK(refused > static_cast<int>(config_at) / 2);

@@ -1,4 +1,5 @@
 #include "gpuslice/create/container_limits.hpp"
+#include "gpuslice/create/image.hpp"
 
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/strings.hpp"
@@ -7,12 +8,6 @@
 #include <charconv>
 
 namespace gpuslice::create {
-
-namespace {
-
-constexpr std::size_t kMaxPreloadSize = 64 * 1024;
-
-} // namespace
 
 namespace {
 
@@ -146,7 +141,7 @@ std::string merged_preload(const std::optional<std::string> &image_preload) {
     return out;
   if (image_preload->find('\0') != std::string::npos)
     throw Error("the image's /etc/ld.so.preload contains a NUL byte");
-  if (image_preload->size() > kMaxPreloadSize)
+  if (image_preload->size() > kMaxImagePreloadSize)
     throw Error("the image's /etc/ld.so.preload is too large");
   out += *image_preload;
   if (!out.empty() && out.back() != '\n')

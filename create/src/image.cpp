@@ -154,11 +154,6 @@ std::string newest_glibc_version(const std::vector<std::string> &versions) {
   return newest;
 }
 
-namespace {
-// The image's own preload list: small, or no list a loader would read whole.
-constexpr std::size_t kMaxPreloadSize = 64 * 1024;
-} // namespace
-
 ImageFacts read_image(const std::string &rootfs) {
   ImageFacts image;
   image.etc = rootfs::kind_in_root(rootfs, "/etc");
@@ -167,7 +162,7 @@ ImageFacts read_image(const std::string &rootfs) {
   image.preload = rootfs::kind_in_root(rootfs, "/etc/ld.so.preload");
   if (image.preload == rootfs::PathKind::regular)
     image.preload_text = with_context("image file /etc/ld.so.preload", [&] {
-      return rootfs::read_file_in_root(rootfs, "/etc/ld.so.preload", kMaxPreloadSize, rootfs::Resolver::walk);
+      return rootfs::read_file_in_root(rootfs, "/etc/ld.so.preload", kMaxImagePreloadSize, rootfs::Resolver::walk);
     });
   for (const char *path : kLibcPaths) {
     std::optional<UniqueFd> fd = rootfs::open_regular_in_root(rootfs, path);

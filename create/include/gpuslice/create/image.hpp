@@ -29,6 +29,9 @@ std::vector<std::string> glibc_versions_defined(std::string_view data, const std
 std::string newest_glibc_version(const std::vector<std::string> &versions);
 
 // The image's facts, read before the modifiers run (image.cpp).
+// The image's own preload list: small, or no list a loader would read whole.
+inline constexpr std::size_t kMaxImagePreloadSize = 64 * 1024;
+
 struct ImageFacts {
   // What /etc, /run, /run/gpuslice and /etc/ld.so.preload are in the root,
   // every component looked at without following it.

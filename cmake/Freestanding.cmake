@@ -10,4 +10,6 @@ function(gpuslice_freestanding target)
   elseif(GPUSLICE_FUZZ)
     target_compile_options(${target} PRIVATE -fno-sanitize=fuzzer-no-link)
   endif()
+  # one object per file: tests/front_objects.sh checks each
+  set_target_properties(${target} PROPERTIES UNITY_BUILD OFF)
 endfunction()

@@ -342,14 +342,21 @@ def test_a_create_killed_while_the_runtime_creates_is_retried_or_refused_saying_
     of each edit) or fails naming the container the runtime already has;
     after a forced delete nothing of gpuslice's is left."""
     rt, state = sharing_runtime
-    killing_runtime_once(rt, runtime_name, test_tmp, '"$real" "$@" & sleep 0.05;')
+    left_running = test_tmp / "left-running.pid"
+    killing_runtime_once(rt, runtime_name, test_tmp, f'"$real" "$@" & echo $! > {left_running}; sleep 0.05;')
     bundle = ocitest.Bundle(test_tmp / "bundle", spec_template, glibc_rootfs)
     bundle.annotate("cdi.k8s.io/fake-dra_claim", f"{KIND}={device}")
     bundle.shell("echo ran")
     bundle.write()
     killed = rt.create(bundle, cid, check=False)
     assert killed.returncode == -9, killed.stderr
-    time.sleep(0.5)  # the runtime's own create, left running, ends
+    # containerd retries once the shim saw the create fail; by then the
+    # runtime's own create, left running, may have ended or not: the retry
+    # comes after it ends (a retry racing it is another test's question)
+    try:
+        ocitest.wait_pid(int(left_running.read_text()), 30)
+    except ProcessLookupError:
+        pass  # ended already
     retry = rt.create(bundle, cid, check=False)
     if retry.returncode != 0:
         assert f"delete --force {cid}" in retry.stderr, retry.stderr

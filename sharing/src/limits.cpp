@@ -44,10 +44,13 @@ uint64_t parse_size(std::string_view text) {
     std::string_view name;
     double mult;
   };
+  // Kubernetes' quantities too (what the API server writes in a claim's
+  // consumedCapacity): "k", "P", "E", "Pi", "Ei", and exponents ("8e9",
+  // which ends in a digit, so never meets the suffix "E").
   static constexpr Suffix suffixes[] = {
-      {"Ki", 1024.0}, {"Mi", 1024.0 * 1024}, {"Gi", 1024.0 * 1024 * 1024}, {"Ti", 1024.0 * 1024 * 1024 * 1024},
-      {"K", 1e3},     {"M", 1e6},            {"G", 1e9},                   {"T", 1e12},
-      {"B", 1.0}};
+      {"Ki", 0x1p10}, {"Mi", 0x1p20}, {"Gi", 0x1p30}, {"Ti", 0x1p40}, {"Pi", 0x1p50}, {"Ei", 0x1p60},
+      {"K", 1e3},     {"k", 1e3},     {"M", 1e6},     {"G", 1e9},     {"T", 1e12},    {"P", 1e15},
+      {"E", 1e18},    {"B", 1.0}};
   double mult = 1;
   for (const auto &sfx : suffixes) {
     if (s.size() > sfx.name.size() && s.substr(s.size() - sfx.name.size()) == sfx.name) {
@@ -58,7 +61,7 @@ uint64_t parse_size(std::string_view text) {
   }
   if (s.empty() || s.front() == '-' || s.front() == '+')
     throw Error("invalid size " + gpuslice::quote(text) + ": expected a number with an optional suffix such as 4Gi");
-  if (mult == 1 && s.find('.') == std::string_view::npos)
+  if (mult == 1 && s.find_first_not_of("0123456789") == std::string_view::npos)
     return parse_u64(s, "size");
   double v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);

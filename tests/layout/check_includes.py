@@ -21,7 +21,7 @@ LAYERS = [
     ["cdi", "state", "selinux", "sharing"],
     ["nvidia", "shim"],                   # node discovery; the container's monitor
     ["create"],                           # the create path
-    ["runtime", "hook", "inspect"],       # programs and views over it
+    ["runtime", "hook", "inspect", "dra"],  # programs and views over it
     ["cli"],
 ]
 LAYER = {folder: n for n, folders in enumerate(LAYERS) for folder in folders}

@@ -59,7 +59,16 @@ TEST_CASE("sizes parse with binary and decimal suffixes", "[sharing]") {
   CHECK(parse_size("1.5Gi") == 3ull << 29);
   CHECK(parse_size("1073741824") == 1073741824ull);
   CHECK(parse_size(" 8Gi ") == 8ull << 30);
-  for (const char *bad : {"", "Gi", "-1Gi", "4Gx", "abc", "1e400Gi", "+4Gi", "4 Gi"})
+  // Kubernetes' quantities, as a claim's consumedCapacity holds them
+  CHECK(parse_size("8k") == 8000);
+  CHECK(parse_size("1Pi") == 1ull << 50);
+  CHECK(parse_size("2Ei") == 2ull << 60);
+  CHECK(parse_size("3P") == 3000000000000000ull);
+  CHECK(parse_size("1E") == 1000000000000000000ull);
+  CHECK(parse_size("8e9") == 8000000000ull);
+  CHECK(parse_size("8E9") == 8000000000ull);
+  CHECK(parse_size("1.5e3") == 1500);
+  for (const char *bad : {"", "Gi", "-1Gi", "4Gx", "abc", "1e400Gi", "+4Gi", "4 Gi", "500m", "16Ei", "1e20", "e3"})
     CHECK_THROWS_AS(parse_size(bad), Error);
   CHECK_THROWS_WITH(parse_size("4Gx"), Catch::Contains("\"4Gx\""));
 }

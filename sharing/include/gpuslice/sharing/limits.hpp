@@ -28,8 +28,9 @@ struct Limits {
   bool operator==(const Limits &) const = default;
 };
 
-// "4Gi", "512Mi", "1G", "1073741824", "1.5Gi"; binary (Ki, Mi, Gi, Ti) and
-// decimal (K, M, G, T) suffixes. Throws Error naming the text.
+// "4Gi", "512Mi", "1G", "1073741824", "1.5Gi"; binary (Ki ... Ei) and
+// decimal (K or k, M, G, T, P, E) suffixes, and Kubernetes' exponents
+// ("8e9"). A fraction of a byte is dropped. Throws Error naming the text.
 uint64_t parse_size(std::string_view text);
 // For people: "512 MiB", "16.5 GiB" (one decimal above a MiB), "100 bytes".
 std::string format_size(uint64_t bytes);

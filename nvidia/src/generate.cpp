@@ -44,7 +44,7 @@ std::vector<std::string> names_of(const Gpu &g, Naming naming) {
   return {};
 }
 
-Json common_edits(const Driver &d, const GenerateOptions &o) {
+Json common_edits(const Driver &d, const std::string &hook_path) {
   Json edits = Json::object();
   Json nodes = Json::array();
   for (const auto &n : d.control)
@@ -70,18 +70,11 @@ Json common_edits(const Driver &d, const GenerateOptions &o) {
       args.push_back(f);
     }
     edits["hooks"] = Json::array({{{"hookName", "createContainer"},
-                                   {"path", o.hook_path},
+                                   {"path", hook_path},
                                    {"args", args},
                                    {"env", Json::array({std::string("PATH=") + kDefaultPath})}}});
   }
   return edits;
-}
-
-Json device(const std::string &name, const Gpu &g, const std::vector<std::string> &env) {
-  Json edits = {{"deviceNodes", Json::array({node_of(g.node)})}};
-  if (!env.empty())
-    edits["env"] = env;
-  return {{"name", name}, {"containerEdits", edits}};
 }
 
 } // namespace
@@ -94,14 +87,12 @@ Json generate_spec(const Driver &d, const GenerateOptions &o) {
     for (const auto &g : d.gpus)
       if (g.uuid.empty())
         throw Error("GPU " + g.bus_id + " has no UUID in /proc/driver/nvidia: name devices by index");
-  Json devices = Json::array();
+  std::vector<SpecDevice> devices;
   for (const auto &g : d.gpus) {
     std::vector<std::string> env;
     const bool limited = o.slices > 0 || !o.memory_limit.empty() || !o.compute_limit.empty();
     if (limited) {
-      if (g.uuid.empty())
-        throw Error("GPU " + g.bus_id + " has no UUID: its limits could not be kept to it");
-      env.push_back("GPUSLICE_GPU_UUID=" + g.uuid);
+      env = {gpu_env(g)};
       if (!o.memory_limit.empty())
         env.push_back("GPUSLICE_MEMORY_LIMIT=" + o.memory_limit);
       if (!o.compute_limit.empty())
@@ -111,21 +102,41 @@ Json generate_spec(const Driver &d, const GenerateOptions &o) {
     }
     for (const auto &name : names_of(g, o.naming)) {
       if (o.slices == 0) {
-        devices.push_back(device(name, g, env));
+        devices.push_back({name, {&g}, env});
         continue;
       }
       for (int k = 0; k < o.slices; ++k)
-        devices.push_back(device(name + "-" + std::to_string(k), g, env));
+        devices.push_back({name + "-" + std::to_string(k), {&g}, env});
     }
   }
   // "all": every GPU, whole (a claim of all of a node's GPUs shares none).
-  Json all_nodes = Json::array();
+  SpecDevice all{"all", {}, {}};
   for (const auto &g : d.gpus)
-    all_nodes.push_back(node_of(g.node));
-  devices.push_back({{"name", "all"}, {"containerEdits", {{"deviceNodes", all_nodes}}}});
+    all.gpus.push_back(&g);
+  devices.push_back(all);
+  return spec_of(d, o.kind, devices, o.hook_path, o.cdi_version);
+}
 
-  Json spec = {{"cdiVersion", cdi::kCurrentVersion.str()}, {"kind", o.kind}, {"devices", devices},
-               {"containerEdits", common_edits(d, o)}};
+std::string gpu_env(const Gpu &g) {
+  if (g.uuid.empty())
+    throw Error("GPU " + g.bus_id + " has no UUID: its limits could not be kept to it");
+  return "GPUSLICE_GPU_UUID=" + g.uuid;
+}
+
+Json spec_of(const Driver &d, const std::string &kind, const std::vector<SpecDevice> &devices,
+             const std::string &hook_path, const std::string &cdi_version) {
+  Json listed = Json::array();
+  for (const auto &device : devices) {
+    Json nodes = Json::array();
+    for (const Gpu *g : device.gpus)
+      nodes.push_back(node_of(g->node));
+    Json edits = {{"deviceNodes", nodes}};
+    if (!device.env.empty())
+      edits["env"] = device.env;
+    listed.push_back({{"name", device.name}, {"containerEdits", edits}});
+  }
+  Json spec = {{"cdiVersion", cdi::kCurrentVersion.str()}, {"kind", kind}, {"devices", listed},
+               {"containerEdits", common_edits(d, hook_path)}};
   // The library's own checks: what it would refuse to load is never written.
   const auto check = [&](const Json &doc) {
     cdi::Spec parsed = with_context("the generated spec", [&] { return cdi::parse_spec(doc.dump()); });
@@ -135,12 +146,12 @@ Json generate_spec(const Driver &d, const GenerateOptions &o) {
     return parsed;
   };
   const cdi::Version lowest = cdi::minimum_version(check(spec));
-  if (o.cdi_version.empty()) {
+  if (cdi_version.empty()) {
     spec["cdiVersion"] = lowest.str();
   } else {
-    const auto asked = cdi::parse_version(o.cdi_version);
+    const auto asked = cdi::parse_version(cdi_version);
     if (!asked)
-      throw Error("--cdi-version " + quote(o.cdi_version) + " is not a CDI version");
+      throw Error("--cdi-version " + quote(cdi_version) + " is not a CDI version");
     if (*asked < lowest)
       throw Error("--cdi-version " + asked->str() + " cannot hold this spec: it needs " + lowest.str());
     spec["cdiVersion"] = asked->str();

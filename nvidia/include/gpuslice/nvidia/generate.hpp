@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <vector>
 
 namespace gpuslice::nvidia {
 
@@ -30,6 +31,26 @@ struct GenerateOptions {
 // The spec, checked by the CDI library (parsed, validated, its cdiVersion
 // able to hold it). Throws Error.
 nlohmann::ordered_json generate_spec(const Driver &driver, const GenerateOptions &options);
+
+// One device of a spec: its name, the GPUs whose nodes it holds, and the
+// env of its edits.
+struct SpecDevice {
+  std::string name;
+  std::vector<const Gpu *> gpus;
+  std::vector<std::string> env;
+};
+
+// A spec of `kind` with `devices` and, as common edits, what every GPU
+// container of the driver needs (control nodes, libraries, tools, the
+// ldcache hook at hook_path), checked as generate_spec's; cdi_version ""
+// is the lowest that holds it. Throws Error. generate_spec and the DRA
+// plugin's claim specs are made by it.
+nlohmann::ordered_json spec_of(const Driver &driver, const std::string &kind, const std::vector<SpecDevice> &devices,
+                               const std::string &hook_path, const std::string &cdi_version = "");
+
+// "GPUSLICE_GPU_UUID=GPU-...": what keeps a device's limits to its GPU.
+// Throws Error for a GPU whose UUID the driver did not say.
+std::string gpu_env(const Gpu &gpu);
 
 // The spec as YAML (block style, strings double-quoted) or JSON.
 std::string to_yaml(const nlohmann::ordered_json &doc);

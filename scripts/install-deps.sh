@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git ca-certificates
   nlohmann-json3-dev libyaml-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libcli11-dev catch2
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libcurl4-openssl-dev
   clang libfuzzer-14-dev libclang-rt-14-dev
   libseccomp-dev libcap-dev checkpolicy semodule-utils
   prometheus

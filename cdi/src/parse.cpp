@@ -9,7 +9,7 @@
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/json_text.hpp"
 
-#include "yaml_json.hpp"
+#include "gpuslice/cdi/yaml_json.hpp"
 
 #include <nlohmann/json.hpp>
 

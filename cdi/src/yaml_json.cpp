@@ -1,4 +1,4 @@
-#include "yaml_json.hpp"
+#include "gpuslice/cdi/yaml_json.hpp"
 
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/strings.hpp"

@@ -39,7 +39,7 @@ fi
 # (the x86-64 builds measure that).
 mkdir -p "$build"
 cmake -S "$repo" -B "$build" -DCMAKE_TOOLCHAIN_FILE="$repo/cmake/aarch64-linux-gnu.cmake" \
-  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG=-O0 -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DBUILD_TESTING=OFF \
+  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG=-O0 -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DBUILD_TESTING=OFF -DGPUSLICE_KUBELET_PLUGIN=OFF \
   -DGPUSLICE_WERROR="${GPUSLICE_WERROR:-OFF}" >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log" >&2; exit 1; }
 cmake --build "$build" -j"$(nproc)" --target gpuslice-runtime

@@ -1,0 +1,172 @@
+"""Stand-ins for what gpuslice-kubelet-plugin talks to and no machine here
+runs: kubelet (its plugin watcher: a socket appearing in the registrar dir,
+GetInfo, NotifyRegistrationStatus; its DRA manager: NodePrepareResources and
+NodeUnprepareResources, v1 or v1beta1, over the unix socket GetInfo names),
+and the API server (HTTPS with a CA of its own, bearer tokens, the
+resource.k8s.io paths the plugin reads, claims held in memory and allocated
+by the test as the scheduler would). The gRPC classes are generated at run
+time from kubelet/*.proto with grpc_tools.protoc."""
+from __future__ import annotations
+
+import importlib
+import json
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+PROTOS = Path(__file__).resolve().parent / "kubelet"
+
+
+def _load(gen_dir: Path, name: str):
+    """The modules of kubelet/NAME.proto, or of dra_VERSION.proto made from kubelet/dra.proto.in."""
+    gen_dir.mkdir(parents=True, exist_ok=True)
+    source = PROTOS / f"{name}.proto"
+    if name.startswith("dra_"):
+        source = gen_dir / f"{name}.proto"
+        source.write_text((PROTOS / "dra.proto.in").read_text().replace("@DRA_VERSION@", name[len("dra_"):]))
+    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{source.parent}", f"--python_out={gen_dir}",
+                    f"--grpc_python_out={gen_dir}", source.name], check=True, capture_output=True, text=True)
+    if str(gen_dir) not in sys.path:
+        sys.path.insert(0, str(gen_dir))
+    return importlib.import_module(f"{name}_pb2"), importlib.import_module(f"{name}_pb2_grpc")
+
+
+class Kubelet:
+    """kubelet's side: registration, then DRA calls to the endpoint it was given."""
+
+    def __init__(self, registrar_dir: Path, gen_dir: Path, timeout: float = 30):
+        import grpc
+        self.grpc = grpc
+        self.registrar_dir, self.gen_dir, self.timeout = registrar_dir, gen_dir, timeout
+        self.reg_pb, self.reg_grpc = _load(gen_dir, "registration")
+        self.info = None
+
+    def register(self, driver: str, alive=lambda: True):
+        """Waits for <driver>-reg.sock as kubelet's watcher does (while `alive()`); GetInfo, then says it is
+        registered."""
+        sock = self.registrar_dir / f"{driver}-reg.sock"
+        deadline = time.monotonic() + self.timeout
+        while not sock.is_socket():
+            if time.monotonic() > deadline or not alive():
+                raise TimeoutError(f"no {sock} after {self.timeout}s")
+            time.sleep(0.05)
+        with self.grpc.insecure_channel(f"unix://{sock}") as ch:
+            stub = self.reg_grpc.RegistrationStub(ch)
+            self.info = stub.GetInfo(self.reg_pb.InfoRequest(), timeout=self.timeout)
+            stub.NotifyRegistrationStatus(self.reg_pb.RegistrationStatus(plugin_registered=True), timeout=self.timeout)
+        return self.info
+
+    def _dra(self, version: str):
+        pb, grpc_mod = _load(self.gen_dir, f"dra_{version}")
+        return pb, grpc_mod.DRAPluginStub
+
+    def prepare(self, claims: list[dict], version: str = "v1") -> dict:
+        """{uid: {"error": ..., "devices": [(requests, pool, device, cdi ids)]}}"""
+        pb, stub = self._dra(version)
+        with self.grpc.insecure_channel(f"unix://{self.info.endpoint}") as ch:
+            resp = stub(ch).NodePrepareResources(
+                pb.NodePrepareResourcesRequest(claims=[pb.Claim(**c) for c in claims]), timeout=self.timeout)
+        return {uid: {"error": r.error, "devices": [(list(d.request_names), d.pool_name, d.device_name,
+                                                     list(d.cdi_device_ids)) for d in r.devices]}
+                for uid, r in resp.claims.items()}
+
+    def unprepare(self, claims: list[dict], version: str = "v1") -> dict:
+        pb, stub = self._dra(version)
+        with self.grpc.insecure_channel(f"unix://{self.info.endpoint}") as ch:
+            resp = stub(ch).NodeUnprepareResources(
+                pb.NodeUnprepareResourcesRequest(claims=[pb.Claim(**c) for c in claims]), timeout=self.timeout)
+        return {uid: r.error for uid, r in resp.claims.items()}
+
+
+def make_ca_and_server_cert(d: Path) -> tuple[Path, Path, Path]:
+    """A CA, and a certificate it signed for 127.0.0.1: (ca.crt, server.crt, server.key)."""
+    d.mkdir(parents=True, exist_ok=True)
+    run = lambda *a: subprocess.run(a, check=True, capture_output=True, cwd=d)  # noqa: E731
+    run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=stand-in CA",
+        "-keyout", "ca.key", "-out", "ca.crt")
+    run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "server.key",
+        "-out", "server.csr")
+    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    run("openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+        "-days", "2", "-extfile", "san.ext", "-out", "server.crt")
+    return d / "ca.crt", d / "server.crt", d / "server.key"
+
+
+class ApiServer:
+    """The API server's JSON over HTTPS, for resource.k8s.io claims."""
+
+    def __init__(self, cert_dir: Path, token: str, versions=("v1", "v1beta1")):
+        self.ca, cert, key = make_ca_and_server_cert(cert_dir)
+        self.token, self.versions = token, list(versions)
+        self.claims: dict[tuple[str, str], dict] = {}
+        self.requests: list[str] = []
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def answer(self, code: int, body: dict):
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def status(self, code: int, reason: str, message: str):
+                self.answer(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
+                                   "reason": reason, "code": code})
+
+            def do_GET(self):
+                api.requests.append(self.path)
+                if self.headers.get("Authorization") != f"Bearer {api.token}":
+                    return self.status(401, "Unauthorized", "Unauthorized")
+                parts = self.path.strip("/").split("/")
+                if parts == ["apis", "resource.k8s.io"]:
+                    return self.answer(200, {"kind": "APIGroup", "apiVersion": "v1", "name": "resource.k8s.io",
+                                             "versions": [{"groupVersion": f"resource.k8s.io/{v}", "version": v}
+                                                          for v in api.versions],
+                                             "preferredVersion": {"groupVersion": f"resource.k8s.io/{api.versions[0]}",
+                                                                  "version": api.versions[0]}})
+                if (len(parts) == 7 and parts[:2] == ["apis", "resource.k8s.io"] and parts[2] in api.versions
+                        and parts[3] == "namespaces" and parts[5] == "resourceclaims"):
+                    claim = api.claims.get((parts[4], parts[6]))
+                    if claim is None:
+                        return self.status(404, "NotFound",
+                                           f'resourceclaims.resource.k8s.io "{parts[6]}" not found')
+                    return self.answer(200, dict(claim, apiVersion=f"resource.k8s.io/{parts[2]}"))
+                return self.status(404, "NotFound", "the server could not find the requested resource")
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        self.url = f"https://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def kubeconfig(self, path: Path, token: str | None = None) -> Path:
+        import base64
+        ca = base64.b64encode(self.ca.read_bytes()).decode()
+        path.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "node",
+            "clusters": [{"name": "stand-in", "cluster": {"server": self.url, "certificate-authority-data": ca}}],
+            "users": [{"name": "plugin", "user": {"token": token or self.token}}],
+            "contexts": [{"name": "node", "context": {"cluster": "stand-in", "user": "plugin"}}]}))
+        return path
+
+    def allocate(self, namespace: str, name: str, uid: str, results: list[dict], config: list[dict] | None = None):
+        """A claim as the scheduler leaves it: status.allocation.devices."""
+        self.claims[(namespace, name)] = {
+            "kind": "ResourceClaim", "metadata": {"namespace": namespace, "name": name, "uid": uid},
+            "spec": {"devices": {"requests": [{"name": "gpu"}]}},
+            "status": {"allocation": {"devices": {"results": results, "config": config or []}}}}

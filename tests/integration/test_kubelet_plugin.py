@@ -1,0 +1,230 @@
+"""gpuslice-kubelet-plugin against stand-ins of kubelet and the API server
+(kubelet_standin.py: the registration and DRA gRPC services over unix
+sockets, the API server's JSON over HTTPS with a bearer token), on a fake
+driver tree (test_cdi_generate.fake_driver_tree): registration, claims
+prepared from the API server's allocation into CDI specs, each claim's own
+error, idempotency, a kill -9 and restart, unprepare after the claim is gone,
+both DRA versions, an API server that serves only v1beta1."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from kubelet_standin import ApiServer, Kubelet
+from test_cdi_generate import GPUS, fake_driver_tree
+
+pytestmark = pytest.mark.gpuslice
+
+DRIVER = "gpu.gpuslice.io"
+NODE = "node-1"
+TOKEN = "stand-in-token-0123456789"
+UID = [f"5c2d4d1e-0000-4000-8000-00000000000{i}" for i in range(10)]
+GiB = 1 << 30
+
+
+def plugin_binary() -> str:
+    path = os.environ.get("GPUSLICE_KUBELET_PLUGIN", "")
+    if not path:
+        pytest.fail("GPUSLICE_KUBELET_PLUGIN is not set (ctest sets it)", pytrace=False)
+    return path
+
+
+class Node:
+    """The plugin's dirs, the stand-ins, and the plugin process."""
+
+    def __init__(self, tmp: Path, versions=("v1", "v1beta1")):
+        self.tmp = tmp
+        self.root = fake_driver_tree(tmp / "driver")
+        self.cdi, self.reg, self.plugin_dir = tmp / "cdi", tmp / "registry", tmp / "plugin"
+        self.reg.mkdir()
+        self.api = ApiServer(tmp / "certs", TOKEN, versions)
+        self.kubeconfig = self.api.kubeconfig(tmp / "kubeconfig")
+        self.proc = None
+        self.log = tmp / "plugin.log"
+
+    def start(self, *extra: str) -> Kubelet:
+        self.proc = subprocess.Popen(
+            [plugin_binary(), "--node-name", NODE, "--kubeconfig", str(self.kubeconfig), "--cdi-root", str(self.cdi),
+             "--registrar-dir", str(self.reg), "--plugin-dir", str(self.plugin_dir), "--dev-root", str(self.root),
+             "--driver-root", str(self.root), "--hook-path", "/usr/bin/gpuslice-hook", *extra],
+            stdout=self.log.open("ab"), stderr=subprocess.STDOUT, env={"PATH": os.environ["PATH"]})
+        kubelet = Kubelet(self.reg, self.tmp / "gen")
+        try:
+            kubelet.register(DRIVER, alive=lambda: self.proc.poll() is None)
+        except TimeoutError:
+            self.proc.kill()
+            raise AssertionError(self.log.read_text())
+        return kubelet
+
+    def stop(self, sig=signal.SIGTERM) -> int:
+        self.proc.send_signal(sig)
+        return self.proc.wait(timeout=30)
+
+    def spec(self, uid: str) -> dict:
+        return json.loads((self.cdi / f"{DRIVER}-claim_{uid}.json").read_text())
+
+
+@pytest.fixture
+def short_tmp():
+    """Socket paths must fit in 107 bytes: a short dir of its own."""
+    d = Path(tempfile.mkdtemp(prefix="kp-"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def node(short_tmp):
+    n = Node(short_tmp)
+    yield n
+    if n.proc and n.proc.poll() is None:
+        n.proc.kill()
+        n.proc.wait()
+    n.api.close()
+
+
+def result(device: str, memory: str | None = None, share: str | None = None, request: str = "gpu") -> dict:
+    r = {"request": request, "driver": DRIVER, "pool": NODE, "device": device}
+    if memory:
+        r["consumedCapacity"] = {"memory": memory}
+    if share:
+        r["shareID"] = share
+    return r
+
+
+def claim(i: int, namespace: str = "team-a", name: str | None = None) -> dict:
+    return {"namespace": namespace, "uid": UID[i], "name": name or f"claim-{i}"}
+
+
+def env_of(spec: dict, device: str) -> list[str]:
+    return next(d["containerEdits"].get("env", []) for d in spec["devices"] if d["name"] == device)
+
+
+def test_claims_sharing_a_gpu_each_get_their_own_limit(node):
+    kubelet = node.start()
+    info = kubelet.info
+    assert (info.type, info.name, info.endpoint) == ("DRAPlugin", DRIVER, str(node.plugin_dir / "dra.sock"))
+    assert list(info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
+    gpu0, gpu1 = GPUS[0][2], GPUS[1][2]
+    # two claims of one name in two namespaces share gpu-0; a third has gpu-1 whole with a compute share
+    node.api.allocate("team-a", "train", UID[0], [result("gpu-0", "8Gi", "share-a")])
+    node.api.allocate("team-b", "train", UID[1], [result("gpu-0", "4Gi", "share-b")])
+    node.api.allocate("team-a", "whole", UID[2], [result("gpu-1")], config=[
+        {"source": "FromClaim", "opaque": {"driver": DRIVER, "parameters": {
+            "apiVersion": "gpuslice.io/v1alpha1", "kind": "GpuShareConfig", "computeLimit": 30,
+            "computePolicy": "burst"}}}])
+    asked = [claim(0, "team-a", "train"), claim(1, "team-b", "train"), claim(2, "team-a", "whole")]
+    got = kubelet.prepare(asked)
+    assert all(got[u]["error"] == "" for u in UID[:3]), got
+    assert got[UID[0]]["devices"] == [(["gpu"], NODE, "gpu-0", [f"{DRIVER}/claim={UID[0]}-gpu-0"])]
+    assert got[UID[1]]["devices"] == [(["gpu"], NODE, "gpu-0", [f"{DRIVER}/claim={UID[1]}-gpu-0"])]
+    a, b, whole = node.spec(UID[0]), node.spec(UID[1]), node.spec(UID[2])
+    assert a["kind"] == f"{DRIVER}/claim"
+    assert env_of(a, f"{UID[0]}-gpu-0") == [f"GPUSLICE_GPU_UUID={gpu0}", f"GPUSLICE_MEMORY_LIMIT={8 * GiB}"]
+    assert env_of(b, f"{UID[1]}-gpu-0") == [f"GPUSLICE_GPU_UUID={gpu0}", f"GPUSLICE_MEMORY_LIMIT={4 * GiB}"]
+    assert env_of(whole, f"{UID[2]}-gpu-1") == [f"GPUSLICE_GPU_UUID={gpu1}", "GPUSLICE_COMPUTE_LIMIT=30",
+                                                 "GPUSLICE_COMPUTE_POLICY=burst"]
+    assert a["devices"][0]["containerEdits"]["deviceNodes"][0]["path"] == "/dev/nvidia0"
+    assert any(n["path"] == "/dev/nvidiactl" for n in a["containerEdits"]["deviceNodes"])
+    st = (node.cdi / f"{DRIVER}-claim_{UID[0]}.json").stat()
+    assert (st.st_uid, st.st_mode & 0o777) == (0, 0o644)
+    # every GET carried the token; the plugin asked for the newest version served
+    assert f"/apis/resource.k8s.io/v1/namespaces/team-b/resourceclaims/train" in node.api.requests
+    assert TOKEN not in node.log.read_text()
+
+
+def test_each_claim_fails_alone(node):
+    kubelet = node.start()
+    node.api.allocate("team-a", "good", UID[0], [result("gpu-0", "8Gi")])
+    node.api.allocate("team-a", "other-uid", UID[9], [result("gpu-0")])
+    node.api.claims[("team-a", "pending")] = {"kind": "ResourceClaim",
+                                              "metadata": {"namespace": "team-a", "name": "pending", "uid": UID[3]}}
+    node.api.allocate("team-a", "gone-gpu", UID[4], [result("gpu-7")])
+    node.api.allocate("team-a", "bad-config", UID[5], [result("gpu-1")], config=[
+        {"source": "FromClass", "opaque": {"driver": DRIVER, "parameters": {
+            "apiVersion": "gpuslice.io/v1alpha1", "kind": "GpuShareConfig", "computeLimit": 0}}}])
+    node.api.allocate("team-a", "bad-size", UID[6], [result("gpu-0", "8Gx")])
+    got = kubelet.prepare([claim(0, name="good"), claim(1, name="missing"), claim(2, name="other-uid"),
+                           claim(3, name="pending"), claim(4, name="gone-gpu"), claim(5, name="bad-config"),
+                           claim(6, name="bad-size")])
+    assert set(got) == set(UID[:7])
+    assert got[UID[0]]["error"] == "" and got[UID[0]]["devices"], got
+    expected = {1: "not in the API server", 2: UID[9], 3: "not allocated", 4: '"gpu-7"', 5: "computeLimit",
+                6: "8Gx"}
+    for i, says in expected.items():
+        assert says in got[UID[i]]["error"] and f"team-a/" in got[UID[i]]["error"], (i, got[UID[i]])
+        assert not (node.cdi / f"{DRIVER}-claim_{UID[i]}.json").exists()
+    assert node.proc.poll() is None
+
+
+def test_prepare_is_idempotent_survives_kill_9_and_unprepare_needs_no_api(node):
+    kubelet = node.start()
+    node.api.allocate("team-a", "train", UID[0], [result("gpu-0", "8Gi")])
+    first = kubelet.prepare([claim(0, name="train")])
+    assert first[UID[0]]["error"] == "", first
+    assert kubelet.prepare([claim(0, name="train")]) == first
+    assert node.stop(signal.SIGKILL) == -signal.SIGKILL
+    # the claim is gone from the API server: only the checkpoint can answer now
+    del node.api.claims[("team-a", "train")]
+    kubelet = node.start()
+    assert kubelet.prepare([claim(0, name="train")]) == first
+    assert kubelet.unprepare([claim(0, name="train"), claim(8, name="never-seen")]) == {UID[0]: "", UID[8]: ""}
+    assert not (node.cdi / f"{DRIVER}-claim_{UID[0]}.json").exists()
+    assert kubelet.unprepare([claim(0, name="train")]) == {UID[0]: ""}
+    # prepared again once it is back
+    node.api.allocate("team-a", "train", UID[0], [result("gpu-1", "2Gi")])
+    again = kubelet.prepare([claim(0, name="train")])
+    assert again[UID[0]]["devices"][0][2] == "gpu-1", again
+    assert node.stop() == 0
+    assert not (node.reg / f"{DRIVER}-reg.sock").exists() and not (node.plugin_dir / "dra.sock").exists()
+
+
+def test_v1beta1_kubelet_and_an_api_server_of_v1beta1_only(short_tmp):
+    node = Node(short_tmp, versions=("v1beta1",))
+    try:
+        kubelet = node.start()
+        node.api.allocate("team-a", "old", UID[0], [result("gpu-1", "1Gi")])
+        got = kubelet.prepare([claim(0, name="old")], version="v1beta1")
+        assert got[UID[0]]["error"] == "", got
+        assert "/apis/resource.k8s.io/v1beta1/namespaces/team-a/resourceclaims/old" in node.api.requests
+        assert env_of(node.spec(UID[0]), f"{UID[0]}-gpu-1")[1] == f"GPUSLICE_MEMORY_LIMIT={GiB}"
+        assert kubelet.unprepare([claim(0, name="old")], version="v1beta1") == {UID[0]: ""}
+    finally:
+        if node.proc and node.proc.poll() is None:
+            node.proc.kill()
+        node.api.close()
+
+
+def test_a_wrong_token_or_ca_fails_the_claim_not_the_plugin(node, test_tmp):
+    node.kubeconfig = node.api.kubeconfig(test_tmp / "bad-token", token="not-the-token")
+    kubelet = node.start()
+    node.api.allocate("team-a", "train", UID[0], [result("gpu-0", "8Gi")])
+    got = kubelet.prepare([claim(0, name="train")])
+    assert "401" in got[UID[0]]["error"], got
+    assert "not-the-token" not in got[UID[0]]["error"] and "not-the-token" not in node.log.read_text()
+    node.stop()
+    other = ApiServer(test_tmp / "other-certs", TOKEN)  # another CA: the plugin must not trust the server
+    try:
+        config = json.loads(node.api.kubeconfig(test_tmp / "other-ca").read_text())
+        config["clusters"][0]["cluster"]["certificate-authority-data"] = json.loads(
+            other.kubeconfig(test_tmp / "other").read_text())["clusters"][0]["cluster"]["certificate-authority-data"]
+        node.kubeconfig.write_text(json.dumps(config))
+        kubelet = node.start()
+        got = kubelet.prepare([claim(0, name="train")])
+        assert "certificate" in got[UID[0]]["error"].lower(), got
+    finally:
+        other.close()
+
+
+def test_flags_say_what_is_missing(test_tmp):
+    p = subprocess.run([plugin_binary(), "--kubeconfig", str(test_tmp / "none")], capture_output=True, text=True,
+                       env={"PATH": os.environ["PATH"]})
+    assert p.returncode == 1 and "NODE_NAME" in p.stderr, p.stderr
+    p = subprocess.run([plugin_binary(), "--help"], capture_output=True, text=True)
+    assert p.returncode == 0 and "--slices" in p.stdout and "--registrar-dir" in p.stdout

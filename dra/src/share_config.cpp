@@ -18,7 +18,9 @@ ShareConfig parse_share_config(const nlohmann::json &parameters) {
   if (const auto k = string_field("kind"); k != kShareConfigKind)
     throw Error("opaque configuration of kind " + quote(k) + ": gpuslice's driver takes only " + kShareConfigKind);
   ShareConfig config;
-  for (const auto &[key, value] : parameters.items()) {
+  for (const auto &item : parameters.items()) {
+    const std::string &key = item.key();
+    const nlohmann::json &value = item.value();
     if (key == "apiVersion" || key == "kind")
       continue;
     if (key == "computeLimit") {

@@ -142,8 +142,11 @@ ApiClient::ApiClient(ApiServer server) : server_(std::move(server)) { static Cur
 
 ApiClient::~ApiClient() = default;
 
-json ApiClient::get(const std::string &path) const {
-  const std::string url = server_.server + path;
+json ApiClient::get(const std::string &path) const { return send("GET", path); }
+
+json ApiClient::send(const std::string &method, const std::string &path, const json *body) const {
+  const std::string url = server_.server + path, what = method + " " + url;
+  const std::string text = body ? body->dump() : std::string();
   std::string failure;
   for (int attempt = 1; attempt <= kAttempts; ++attempt) {
     if (attempt > 1)
@@ -154,11 +157,18 @@ json ApiClient::get(const std::string &path) const {
     std::string answer;
     char error[CURL_ERROR_SIZE] = "";
     curl_slist *headers = curl_slist_append(nullptr, "Accept: application/json");
+    if (body)
+      headers = curl_slist_append(headers, "Content-Type: application/json");
     if (!server_.token.empty())
       headers = curl_slist_append(headers, ("Authorization: Bearer " + server_.token).c_str());
     std::unique_ptr<curl_slist, void (*)(curl_slist *)> header_list(headers, curl_slist_free_all);
     CURL *c = curl.get();
     curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
+    if (body) {
+      curl_easy_setopt(c, CURLOPT_POSTFIELDS, text.c_str());
+      curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(text.size()));
+    }
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
@@ -176,18 +186,18 @@ json ApiClient::get(const std::string &path) const {
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
     const CURLcode rc = curl_easy_perform(c);
     if (rc != CURLE_OK) {
-      failure = "GET " + url + ": " + (*error ? error : curl_easy_strerror(rc));
+      failure = what + ": " + (*error ? error : curl_easy_strerror(rc));
       continue;
     }
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     if (status >= 200 && status < 300)
-      return with_context("GET " + url, [&] { return parse_json<json>(answer); });
+      return with_context(what, [&] { return parse_json<json>(answer); });
     if (status >= 500 || status == 429) {
-      failure = "GET " + url + ": HTTP " + std::to_string(status) + ": " + message_of(answer);
+      failure = what + ": HTTP " + std::to_string(status) + ": " + message_of(answer);
       continue;
     }
-    throw ApiError(status, "GET " + url + ": HTTP " + std::to_string(status) + ": " + message_of(answer));
+    throw ApiError(status, what + ": HTTP " + std::to_string(status) + ": " + message_of(answer));
   }
   throw Error(failure + " (tried " + std::to_string(kAttempts) + " times)");
 }

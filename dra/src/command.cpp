@@ -5,6 +5,7 @@
 #include "gpuslice/common/log.hpp"
 #include "gpuslice/dra/api_client.hpp"
 #include "gpuslice/dra/kubelet_grpc.hpp"
+#include "gpuslice/dra/slices.hpp"
 #include "gpuslice/nvidia/discover.hpp"
 #include "gpuslice/shim/nvml.hpp"
 
@@ -59,13 +60,14 @@ int serve_kubelet(Flags &flags) {
   if (o.plugin_dir.empty())
     o.plugin_dir = "/var/lib/kubelet/plugins/" + o.driver_name;
   const auto driver = nvidia::discover(flags.discover);
-  const auto pool = pool_devices(driver, o.slices > 0 ? gpu_memory(driver) : std::vector<uint64_t>(driver.gpus.size()),
-                                 o.slices);
+  const auto pool = pool_devices(driver, gpu_memory(driver), o.slices);
   // Plugin makes the plugin dir, where inline kubeconfig secrets go.
   auto claims = std::make_shared<ClaimGetter>();
   Plugin plugin(o, driver, pool, [claims](const ClaimRef &ref) { return (*claims)(ref); });
   const ApiServer server = flags.kubeconfig.empty() ? in_cluster() : from_kubeconfig(flags.kubeconfig, o.plugin_dir);
-  *claims = claims_from(std::make_shared<ApiClient>(server));
+  const auto api = std::make_shared<ApiClient>(server);
+  *claims = claims_from(api);
+  publish_slice(*api, SliceContext{o.driver_name, o.node_name, "", driver, pool, o.slices == 0});
   log::line("info", "driver " + o.driver_name + " on node " + o.node_name + ": " + std::to_string(pool.size()) +
                         " device(s) on " + std::to_string(driver.gpus.size()) + " GPU(s), API server " + server.server);
 

@@ -3,6 +3,7 @@
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/log.hpp"
 #include "gpuslice/dra/api_client.hpp"
+#include "gpuslice/dra/slices.hpp"
 
 #include "dra_v1.grpc.pb.h"
 #include "dra_v1beta1.grpc.pb.h"
@@ -183,6 +184,44 @@ ClaimGetter claims_from(std::shared_ptr<ApiClient> api) {
       }
     }
   };
+}
+
+void publish_slice(const ApiClient &api, SliceContext context) {
+  const std::string version = served_version(api);
+  if (!api_name(context.node_name))
+    throw Error("node name " + quote(context.node_name) + " is not a Kubernetes name");
+  const auto node = api.get("/api/v1/nodes/" + context.node_name);
+  context.node_uid = node.value("metadata", nlohmann::json::object()).value("uid", "");
+  if (context.node_uid.empty())
+    throw Error("node " + context.node_name + " has no uid in the API server");
+  const std::string base = "/apis/resource.k8s.io/" + version + "/resourceslices";
+  const std::string mine = slice_name(context.node_name, context.driver_name);
+  const auto list = api.get(base + "?fieldSelector=spec.nodeName%3D" + context.node_name);
+  long generation = 1;
+  std::string resource_version;
+  for (const auto &item : list.value("items", nlohmann::json::array())) {
+    const auto &meta = item.value("metadata", nlohmann::json::object());
+    const auto &spec = item.value("spec", nlohmann::json::object());
+    if (spec.value("driver", "") != context.driver_name || spec.value("nodeName", "") != context.node_name)
+      continue;
+    const std::string name = meta.value("name", "");
+    if (name == mine) {
+      resource_version = meta.value("resourceVersion", "");
+      generation = spec.value("pool", nlohmann::json::object()).value("generation", 0L) + 1;
+      continue;
+    }
+    api.send("DELETE", base + "/" + name);
+    log::line("info", "deleted the stale ResourceSlice " + name);
+  }
+  auto slice = resource_slice(context, version, generation);
+  if (resource_version.empty()) {
+    api.send("POST", base, &slice);
+  } else {
+    slice["metadata"]["resourceVersion"] = resource_version;
+    api.send("PUT", base + "/" + mine, &slice);
+  }
+  log::line("info", "published ResourceSlice " + mine + " (resource.k8s.io/" + version + ", generation " +
+                        std::to_string(generation) + ", " + std::to_string(context.pool.size()) + " device(s))");
 }
 
 } // namespace gpuslice::dra

@@ -97,13 +97,18 @@ def make_ca_and_server_cert(d: Path) -> tuple[Path, Path, Path]:
 
 
 class ApiServer:
-    """The API server's JSON over HTTPS, for resource.k8s.io claims."""
+    """The API server's JSON over HTTPS: resource.k8s.io's claims (read) and
+    resourceslices (list by spec.nodeName, create, replace, delete), and
+    nodes (read)."""
 
     def __init__(self, cert_dir: Path, token: str, versions=("v1", "v1beta1")):
         self.ca, cert, key = make_ca_and_server_cert(cert_dir)
         self.token, self.versions = token, list(versions)
         self.claims: dict[tuple[str, str], dict] = {}
+        self.slices: dict[str, dict] = {}
+        self.nodes: dict[str, dict] = {}
         self.requests: list[str] = []
+        self.version_counter = 0
         api = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -122,10 +127,35 @@ class ApiServer:
                 self.answer(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
                                    "reason": reason, "code": code})
 
-            def do_GET(self):
-                api.requests.append(self.path)
+            def authorized(self) -> bool:
+                api.requests.append(f"{self.command} {self.path}")
                 if self.headers.get("Authorization") != f"Bearer {api.token}":
-                    return self.status(401, "Unauthorized", "Unauthorized")
+                    self.status(401, "Unauthorized", "Unauthorized")
+                    return False
+                return True
+
+            def slice_path(self):
+                """(version, name or None, query) of a resourceslices path of a served version, or None."""
+                path, _, query = self.path.partition("?")
+                parts = path.strip("/").split("/")
+                if parts[:2] == ["apis", "resource.k8s.io"] and len(parts) in (4, 5) and parts[2] in api.versions \
+                        and parts[3] == "resourceslices":
+                    return parts[2], (parts[4] if len(parts) == 5 else None), query
+                return None
+
+            def body(self) -> dict:
+                return json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+
+            def stored(self, version: str, obj: dict) -> dict:
+                api.version_counter += 1
+                obj["metadata"]["resourceVersion"] = str(api.version_counter)
+                obj["apiVersion"] = f"resource.k8s.io/{version}"
+                api.slices[obj["metadata"]["name"]] = obj
+                return obj
+
+            def do_GET(self):
+                if not self.authorized():
+                    return
                 parts = self.path.strip("/").split("/")
                 if parts == ["apis", "resource.k8s.io"]:
                     return self.answer(200, {"kind": "APIGroup", "apiVersion": "v1", "name": "resource.k8s.io",
@@ -133,6 +163,9 @@ class ApiServer:
                                                           for v in api.versions],
                                              "preferredVersion": {"groupVersion": f"resource.k8s.io/{api.versions[0]}",
                                                                   "version": api.versions[0]}})
+                if len(parts) == 4 and parts[:3] == ["api", "v1", "nodes"]:
+                    node = api.nodes.get(parts[3])
+                    return self.answer(200, node) if node else self.status(404, "NotFound", "node not found")
                 if (len(parts) == 7 and parts[:2] == ["apis", "resource.k8s.io"] and parts[2] in api.versions
                         and parts[3] == "namespaces" and parts[5] == "resourceclaims"):
                     claim = api.claims.get((parts[4], parts[6]))
@@ -140,7 +173,41 @@ class ApiServer:
                         return self.status(404, "NotFound",
                                            f'resourceclaims.resource.k8s.io "{parts[6]}" not found')
                     return self.answer(200, dict(claim, apiVersion=f"resource.k8s.io/{parts[2]}"))
+                if (s := self.slice_path()) and s[1] is None:
+                    node = s[2].removeprefix("fieldSelector=spec.nodeName%3D") if s[2] else None
+                    items = [o for o in api.slices.values() if node is None or o["spec"].get("nodeName") == node]
+                    return self.answer(200, {"kind": "ResourceSliceList", "items": items})
                 return self.status(404, "NotFound", "the server could not find the requested resource")
+
+            def do_POST(self):
+                if not self.authorized():
+                    return
+                s = self.slice_path()
+                if not s or s[1] is not None:
+                    return self.status(404, "NotFound", "no such collection")
+                obj = self.body()
+                if obj["metadata"]["name"] in api.slices:
+                    return self.status(409, "AlreadyExists", "resourceslice already exists")
+                self.answer(201, self.stored(s[0], obj))
+
+            def do_PUT(self):
+                if not self.authorized():
+                    return
+                s = self.slice_path()
+                if not s or s[1] not in api.slices:
+                    return self.status(404, "NotFound", "resourceslice not found")
+                obj = self.body()
+                if obj["metadata"].get("resourceVersion") != api.slices[s[1]]["metadata"]["resourceVersion"]:
+                    return self.status(409, "Conflict", "the object has been modified")
+                self.answer(200, self.stored(s[0], obj))
+
+            def do_DELETE(self):
+                if not self.authorized():
+                    return
+                s = self.slice_path()
+                if not s or api.slices.pop(s[1], None) is None:
+                    return self.status(404, "NotFound", "resourceslice not found")
+                self.answer(200, {"kind": "Status", "status": "Success"})
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -149,6 +216,9 @@ class ApiServer:
         self.url = f"https://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
+
+    def add_node(self, name: str, uid: str):
+        self.nodes[name] = {"kind": "Node", "apiVersion": "v1", "metadata": {"name": name, "uid": uid}}
 
     def close(self):
         self.httpd.shutdown()

@@ -27,6 +27,11 @@ NODE = "node-1"
 TOKEN = "stand-in-token-0123456789"
 UID = [f"5c2d4d1e-0000-4000-8000-00000000000{i}" for i in range(10)]
 GiB = 1 << 30
+NODE_UID = "0e1d2c3b-0000-4000-8000-00000000aaaa"
+# The fake NVML's UUIDs (tests/fakes/fake_nvml.c), written into the fake
+# driver tree's /proc files so that the plugin matches NVML's memory to them.
+UUIDS = [f"GPU-facea2a3-a4a5-a6a7-a8a9-aaabacadae{i:02x}" for i in range(2)]
+MEMORY = [80 * GiB, 40 * GiB]
 
 
 def plugin_binary() -> str:
@@ -42,9 +47,13 @@ class Node:
     def __init__(self, tmp: Path, versions=("v1", "v1beta1")):
         self.tmp = tmp
         self.root = fake_driver_tree(tmp / "driver")
+        for (bus, _, old), new in zip(GPUS, UUIDS):
+            info = self.root / "proc" / "driver" / "nvidia" / "gpus" / bus / "information"
+            info.write_text(info.read_text().replace(old, new))
         self.cdi, self.reg, self.plugin_dir = tmp / "cdi", tmp / "registry", tmp / "plugin"
         self.reg.mkdir()
         self.api = ApiServer(tmp / "certs", TOKEN, versions)
+        self.api.add_node(NODE, NODE_UID)
         self.kubeconfig = self.api.kubeconfig(tmp / "kubeconfig")
         self.proc = None
         self.log = tmp / "plugin.log"
@@ -54,7 +63,9 @@ class Node:
             [plugin_binary(), "--node-name", NODE, "--kubeconfig", str(self.kubeconfig), "--cdi-root", str(self.cdi),
              "--registrar-dir", str(self.reg), "--plugin-dir", str(self.plugin_dir), "--dev-root", str(self.root),
              "--driver-root", str(self.root), "--hook-path", "/usr/bin/gpuslice-hook", *extra],
-            stdout=self.log.open("ab"), stderr=subprocess.STDOUT, env={"PATH": os.environ["PATH"]})
+            stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
+            env={"PATH": os.environ["PATH"], "FAKE_CUDA_DEVICES": "2",
+                 "FAKE_CUDA_MEMORY": ",".join(f"{i}:{m}" for i, m in enumerate(MEMORY))})
         kubelet = Kubelet(self.reg, self.tmp / "gen")
         try:
             kubelet.register(DRIVER, alive=lambda: self.proc.poll() is None)
@@ -111,7 +122,7 @@ def test_claims_sharing_a_gpu_each_get_their_own_limit(node):
     info = kubelet.info
     assert (info.type, info.name, info.endpoint) == ("DRAPlugin", DRIVER, str(node.plugin_dir / "dra.sock"))
     assert list(info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
-    gpu0, gpu1 = GPUS[0][2], GPUS[1][2]
+    gpu0, gpu1 = UUIDS
     # two claims of one name in two namespaces share gpu-0; a third has gpu-1 whole with a compute share
     node.api.allocate("team-a", "train", UID[0], [result("gpu-0", "8Gi", "share-a")])
     node.api.allocate("team-b", "train", UID[1], [result("gpu-0", "4Gi", "share-b")])
@@ -135,7 +146,7 @@ def test_claims_sharing_a_gpu_each_get_their_own_limit(node):
     st = (node.cdi / f"{DRIVER}-claim_{UID[0]}.json").stat()
     assert (st.st_uid, st.st_mode & 0o777) == (0, 0o644)
     # every GET carried the token; the plugin asked for the newest version served
-    assert f"/apis/resource.k8s.io/v1/namespaces/team-b/resourceclaims/train" in node.api.requests
+    assert "GET /apis/resource.k8s.io/v1/namespaces/team-b/resourceclaims/train" in node.api.requests
     assert TOKEN not in node.log.read_text()
 
 
@@ -192,7 +203,10 @@ def test_v1beta1_kubelet_and_an_api_server_of_v1beta1_only(short_tmp):
         node.api.allocate("team-a", "old", UID[0], [result("gpu-1", "1Gi")])
         got = kubelet.prepare([claim(0, name="old")], version="v1beta1")
         assert got[UID[0]]["error"] == "", got
-        assert "/apis/resource.k8s.io/v1beta1/namespaces/team-a/resourceclaims/old" in node.api.requests
+        assert "GET /apis/resource.k8s.io/v1beta1/namespaces/team-a/resourceclaims/old" in node.api.requests
+        (published,) = node.api.slices.values()
+        assert published["apiVersion"] == "resource.k8s.io/v1beta1"
+        assert published["spec"]["devices"][1]["basic"]["capacity"]["memory"] == {"value": str(MEMORY[1])}
         assert env_of(node.spec(UID[0]), f"{UID[0]}-gpu-1")[1] == f"GPUSLICE_MEMORY_LIMIT={GiB}"
         assert kubelet.unprepare([claim(0, name="old")], version="v1beta1") == {UID[0]: ""}
     finally:
@@ -201,25 +215,31 @@ def test_v1beta1_kubelet_and_an_api_server_of_v1beta1_only(short_tmp):
         node.api.close()
 
 
-def test_a_wrong_token_or_ca_fails_the_claim_not_the_plugin(node, test_tmp):
+def test_a_wrong_token_or_ca_stops_the_plugin_saying_why(node, test_tmp):
+    """It cannot publish its slice: it stops at once, saying why (the DaemonSet restarts it), and never
+    registers with kubelet."""
+    def run_plugin() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [plugin_binary(), "--node-name", NODE, "--kubeconfig", str(node.kubeconfig), "--cdi-root", str(node.cdi),
+             "--registrar-dir", str(node.reg), "--plugin-dir", str(node.plugin_dir), "--dev-root", str(node.root),
+             "--driver-root", str(node.root)], capture_output=True, text=True, timeout=60,
+            env={"PATH": os.environ["PATH"], "FAKE_CUDA_DEVICES": "2"})
     node.kubeconfig = node.api.kubeconfig(test_tmp / "bad-token", token="not-the-token")
-    kubelet = node.start()
-    node.api.allocate("team-a", "train", UID[0], [result("gpu-0", "8Gi")])
-    got = kubelet.prepare([claim(0, name="train")])
-    assert "401" in got[UID[0]]["error"], got
-    assert "not-the-token" not in got[UID[0]]["error"] and "not-the-token" not in node.log.read_text()
-    node.stop()
-    other = ApiServer(test_tmp / "other-certs", TOKEN)  # another CA: the plugin must not trust the server
+    p = run_plugin()
+    assert p.returncode == 1 and "HTTP 401" in p.stderr, p.stderr
+    assert "not-the-token" not in p.stderr + p.stdout
+    assert not list(node.reg.iterdir())
+    other = ApiServer(test_tmp / "other-certs", TOKEN)  # another CA: the server must not be trusted
     try:
         config = json.loads(node.api.kubeconfig(test_tmp / "other-ca").read_text())
         config["clusters"][0]["cluster"]["certificate-authority-data"] = json.loads(
             other.kubeconfig(test_tmp / "other").read_text())["clusters"][0]["cluster"]["certificate-authority-data"]
         node.kubeconfig.write_text(json.dumps(config))
-        kubelet = node.start()
-        got = kubelet.prepare([claim(0, name="train")])
-        assert "certificate" in got[UID[0]]["error"].lower(), got
+        p = run_plugin()
+        assert p.returncode == 1 and "certificate" in p.stderr.lower(), p.stderr
     finally:
         other.close()
+    assert not any(r.startswith("POST") for r in node.api.requests)
 
 
 def test_flags_say_what_is_missing(test_tmp):
@@ -228,3 +248,55 @@ def test_flags_say_what_is_missing(test_tmp):
     assert p.returncode == 1 and "NODE_NAME" in p.stderr, p.stderr
     p = subprocess.run([plugin_binary(), "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and "--slices" in p.stdout and "--registrar-dir" in p.stdout
+
+
+def slice_devices(node: Node) -> dict:
+    mine = [o for o in node.api.slices.values() if o["spec"]["driver"] == DRIVER and o["spec"]["nodeName"] == NODE]
+    assert len(mine) == 1, node.api.slices
+    return {d["name"]: d for d in mine[0]["spec"]["devices"]}
+
+
+def test_the_node_publishes_one_slice_with_each_device_once(node):
+    # a slice of this node and driver left under another name (a crash, an older version), another driver's,
+    # and another node's
+    def other(name, driver, node_name):
+        node.api.slices[name] = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                                 "metadata": {"name": name, "resourceVersion": "0"},
+                                 "spec": {"driver": driver, "nodeName": node_name, "devices": []}}
+    other("node-1-gpu.gpuslice.io-old", DRIVER, NODE)
+    other("node-1-net", "net.example.com", NODE)
+    other("node-2-gpu.gpuslice.io", DRIVER, "node-2")
+    node.start()
+    assert set(node.api.slices) == {f"{NODE}-{DRIVER}", "node-1-net", "node-2-gpu.gpuslice.io"}
+    published = node.api.slices[f"{NODE}-{DRIVER}"]
+    assert published["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Node", "name": NODE, "uid": NODE_UID, "controller": True}]
+    assert published["spec"]["pool"] == {"name": NODE, "generation": 1, "resourceSliceCount": 1}
+    devices = slice_devices(node)
+    assert set(devices) == {"gpu-0", "gpu-1"}
+    for i, name in enumerate(("gpu-0", "gpu-1")):
+        d = devices[name]
+        assert d["attributes"]["uuid"] == {"string": UUIDS[i]}
+        assert d["attributes"]["index"] == {"int": i}
+        assert d["attributes"]["driverVersion"] == {"version": "550.54.15"}
+        assert d["attributes"]["productName"] == {"string": "NVIDIA H200"}
+        assert d["capacity"]["memory"] == {"value": str(MEMORY[i])}
+        assert d["allowMultipleAllocations"] is True
+    # a restart replaces it: still each device once, the pool's next generation
+    node.stop()
+    node.start()
+    assert len(slice_devices(node)) == 2
+    assert node.api.slices[f"{NODE}-{DRIVER}"]["spec"]["pool"]["generation"] == 2
+
+
+def test_slices_mode_gives_fixed_shares(node):
+    kubelet = node.start("--slices", "2")
+    devices = slice_devices(node)
+    assert sorted(devices) == ["gpu-0-slice-0", "gpu-0-slice-1", "gpu-1-slice-0", "gpu-1-slice-1"]
+    assert devices["gpu-1-slice-1"]["capacity"]["memory"] == {"value": str(MEMORY[1] // 2)}
+    assert "allowMultipleAllocations" not in devices["gpu-1-slice-1"]
+    node.api.allocate("team-a", "half", UID[0], [result("gpu-1-slice-1")])
+    got = kubelet.prepare([claim(0, name="half")])
+    assert got[UID[0]]["error"] == "", got
+    assert env_of(node.spec(UID[0]), f"{UID[0]}-gpu-1-slice-1") == [
+        f"GPUSLICE_GPU_UUID={UUIDS[1]}", f"GPUSLICE_MEMORY_LIMIT={MEMORY[1] // 2}", "GPUSLICE_COMPUTE_LIMIT=50"]

@@ -47,6 +47,8 @@ public:
   // GET of an API path ("/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/name").
   // Throws ApiError for an answer that is no success, Error when there is none.
   nlohmann::json get(const std::string &path) const;
+  // POST, PUT or DELETE, with a JSON body (none for DELETE).
+  nlohmann::json send(const std::string &method, const std::string &path, const nlohmann::json *body = nullptr) const;
 
 private:
   ApiServer server_;

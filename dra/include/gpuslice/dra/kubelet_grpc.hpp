@@ -6,8 +6,10 @@
 #pragma once
 
 #include "gpuslice/dra/plugin.hpp"
+#include "gpuslice/dra/slices.hpp"
 
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace gpuslice::dra {
@@ -28,5 +30,11 @@ void serve(Plugin &plugin, const Sockets &sockets, const std::function<void()> &
 // v1, v1beta2 and v1beta1 that it serves (asked again after a 404).
 class ApiClient;
 ClaimGetter claims_from(std::shared_ptr<ApiClient> api);
+
+// Publishes this node's slice (slices.hpp) in the newest version served:
+// made, or replaced with the next pool generation; every other slice of
+// this node and driver (a former name, a crash's leftover) deleted, so
+// that each device is listed once. Throws Error.
+void publish_slice(const ApiClient &api, SliceContext context);
 
 } // namespace gpuslice::dra

@@ -138,7 +138,13 @@ ApiServer in_cluster(const std::string &account_dir) {
   return s;
 }
 
-ApiClient::ApiClient(ApiServer server) : server_(std::move(server)) { static CurlGlobal global; }
+ApiClient::ApiClient(ApiServer server)
+    : server_(std::move(server)), handle_(nullptr, [](void *c) { curl_easy_cleanup(static_cast<CURL *>(c)); }) {
+  static CurlGlobal global;
+  handle_.reset(curl_easy_init());
+  if (!handle_)
+    throw Error("cannot start an HTTPS client (libcurl)");
+}
 
 ApiClient::~ApiClient() = default;
 
@@ -148,12 +154,12 @@ json ApiClient::send(const std::string &method, const std::string &path, const j
   const std::string url = server_.server + path, what = method + " " + url;
   const std::string text = body ? body->dump() : std::string();
   std::string failure;
+  std::lock_guard lock(mutex_);
   for (int attempt = 1; attempt <= kAttempts; ++attempt) {
     if (attempt > 1)
       std::this_thread::sleep_for(std::chrono::milliseconds(200 * (attempt - 1)));
-    std::unique_ptr<CURL, void (*)(CURL *)> curl(curl_easy_init(), curl_easy_cleanup);
-    if (!curl)
-      throw Error("cannot start a request (libcurl)");
+    CURL *c = static_cast<CURL *>(handle_.get());
+    curl_easy_reset(c); // the options below, none left from the last request; the connection stays
     std::string answer;
     char error[CURL_ERROR_SIZE] = "";
     curl_slist *headers = curl_slist_append(nullptr, "Accept: application/json");
@@ -162,7 +168,6 @@ json ApiClient::send(const std::string &method, const std::string &path, const j
     if (!server_.token.empty())
       headers = curl_slist_append(headers, ("Authorization: Bearer " + server_.token).c_str());
     std::unique_ptr<curl_slist, void (*)(curl_slist *)> header_list(headers, curl_slist_free_all);
-    CURL *c = curl.get();
     curl_easy_setopt(c, CURLOPT_URL, url.c_str());
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
     if (body) {

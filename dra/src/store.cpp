@@ -78,7 +78,10 @@ std::optional<std::vector<PreparedDevice>> ClaimStore::prepared(const std::strin
 }
 
 void ClaimStore::add(const ClaimRef &ref, const ClaimSpec &spec) {
-  fs::write_file_atomic(spec_path(ref.uid), spec.spec.dump(2) + "\n", 0644, fs::Durability::synced);
+  // Renamed, not synced: a kill -9 leaves the old or the new file, and after
+  // a power loss kubelet prepares every claim again (a checkpoint entry
+  // whose spec is gone is prepared again: prepared()).
+  fs::write_file_atomic(spec_path(ref.uid), spec.spec.dump(2) + "\n", 0644, fs::Durability::atomic);
   claims_[ref.uid] = Entry{ref.namespace_name, ref.name, spec.devices};
   save();
 }
@@ -100,7 +103,7 @@ void ClaimStore::save() const {
     claims[uid] = {{"namespace", e.namespace_name}, {"name", e.name}, {"devices", devices}};
   }
   const json doc = {{"version", kCheckpointVersion}, {"claims", claims}};
-  fs::write_file_atomic(plugin_dir_ + "/" + kCheckpoint, doc.dump(2) + "\n", 0600, fs::Durability::synced);
+  fs::write_file_atomic(plugin_dir_ + "/" + kCheckpoint, doc.dump(2) + "\n", 0600, fs::Durability::atomic);
 }
 
 } // namespace gpuslice::dra

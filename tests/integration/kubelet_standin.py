@@ -44,6 +44,8 @@ class Kubelet:
         self.registrar_dir, self.gen_dir, self.timeout = registrar_dir, gen_dir, timeout
         self.reg_pb, self.reg_grpc = _load(gen_dir, "registration")
         self.info = None
+        self.channel = None  # one connection to the plugin, as kubelet keeps
+        self.apis: dict = {}
 
     def register(self, driver: str, alive=lambda: True):
         """Waits for <driver>-reg.sock as kubelet's watcher does (while `alive()`); GetInfo, then says it is
@@ -54,31 +56,47 @@ class Kubelet:
             if time.monotonic() > deadline or not alive():
                 raise TimeoutError(f"no {sock} after {self.timeout}s")
             time.sleep(0.05)
-        with self.grpc.insecure_channel(f"unix://{sock}") as ch:
-            stub = self.reg_grpc.RegistrationStub(ch)
-            self.info = stub.GetInfo(self.reg_pb.InfoRequest(), timeout=self.timeout)
-            stub.NotifyRegistrationStatus(self.reg_pb.RegistrationStatus(plugin_registered=True), timeout=self.timeout)
-        return self.info
+        # A socket left by a killed plugin is there before the new one listens:
+        # kubelet's reconciler tries again, so does this.
+        while True:
+            try:
+                with self.grpc.insecure_channel(f"unix://{sock}") as ch:
+                    stub = self.reg_grpc.RegistrationStub(ch)
+                    self.info = stub.GetInfo(self.reg_pb.InfoRequest(), timeout=self.timeout)
+                    stub.NotifyRegistrationStatus(self.reg_pb.RegistrationStatus(plugin_registered=True),
+                                                  timeout=self.timeout)
+                return self.info
+            except self.grpc.RpcError as e:
+                if e.code() != self.grpc.StatusCode.UNAVAILABLE or time.monotonic() > deadline or not alive():
+                    raise
+                time.sleep(0.05)
 
     def _dra(self, version: str):
-        pb, grpc_mod = _load(self.gen_dir, f"dra_{version}")
-        return pb, grpc_mod.DRAPluginStub
+        if version not in self.apis:  # generated once per version
+            self.apis[version] = _load(self.gen_dir, f"dra_{version}")
+        pb, grpc_mod = self.apis[version]
+        if self.channel is None:
+            self.channel = self.grpc.insecure_channel(f"unix://{self.info.endpoint}")
+        return pb, grpc_mod.DRAPluginStub(self.channel)
+
+    def close(self):
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
 
     def prepare(self, claims: list[dict], version: str = "v1") -> dict:
         """{uid: {"error": ..., "devices": [(requests, pool, device, cdi ids)]}}"""
         pb, stub = self._dra(version)
-        with self.grpc.insecure_channel(f"unix://{self.info.endpoint}") as ch:
-            resp = stub(ch).NodePrepareResources(
-                pb.NodePrepareResourcesRequest(claims=[pb.Claim(**c) for c in claims]), timeout=self.timeout)
+        resp = stub.NodePrepareResources(
+            pb.NodePrepareResourcesRequest(claims=[pb.Claim(**c) for c in claims]), timeout=self.timeout)
         return {uid: {"error": r.error, "devices": [(list(d.request_names), d.pool_name, d.device_name,
                                                      list(d.cdi_device_ids)) for d in r.devices]}
                 for uid, r in resp.claims.items()}
 
     def unprepare(self, claims: list[dict], version: str = "v1") -> dict:
         pb, stub = self._dra(version)
-        with self.grpc.insecure_channel(f"unix://{self.info.endpoint}") as ch:
-            resp = stub(ch).NodeUnprepareResources(
-                pb.NodeUnprepareResourcesRequest(claims=[pb.Claim(**c) for c in claims]), timeout=self.timeout)
+        resp = stub.NodeUnprepareResources(
+            pb.NodeUnprepareResourcesRequest(claims=[pb.Claim(**c) for c in claims]), timeout=self.timeout)
         return {uid: r.error for uid, r in resp.claims.items()}
 
 
@@ -112,6 +130,9 @@ class ApiServer:
         api = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # connections kept open, as the API server's
+            wbufsize = 1 << 16  # headers and body leave in one write (no Nagle/delayed-ACK stall)
+
             def log_message(self, *args):
                 pass
 

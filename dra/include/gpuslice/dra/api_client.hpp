@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include <memory>
+#include <mutex>
+#include <stdexcept>
 #include <string>
 
 namespace gpuslice::dra {
@@ -52,6 +54,10 @@ public:
 
 private:
   ApiServer server_;
+  // One handle for every request: libcurl keeps its connection (and TLS
+  // session) open between them, as a Kubernetes client does.
+  mutable std::mutex mutex_;
+  std::unique_ptr<void, void (*)(void *)> handle_;
 };
 
 } // namespace gpuslice::dra

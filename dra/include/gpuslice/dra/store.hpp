@@ -3,7 +3,8 @@
 // told for it. Both are written by rename, the spec first: a kill -9 at any
 // point leaves a state the next call completes (a spec without its
 // checkpoint entry is written again or removed by name; an entry whose spec
-// is gone is prepared again), so kubelet's retries are all it takes.
+// is gone is prepared again), so kubelet's retries are all it takes. No
+// fsync: after a power loss kubelet prepares every claim again.
 #pragma once
 
 #include "gpuslice/dra/claim_spec.hpp"

@@ -175,6 +175,14 @@ std::optional<std::vector<std::string>> list_dir(int dir_fd) {
   return names;
 }
 
+void make_dir(const std::string &path, mode_t mode) {
+  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST)
+    throw system_error("cannot make " + quote(path));
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw Error(quote(path) + " is not a directory");
+}
+
 void remove_stale_temporaries(const std::string &path) {
   const std::string dir = dirname(path);
   const std::string prefix = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1) + kTempMarker;

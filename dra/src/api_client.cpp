@@ -65,6 +65,7 @@ std::string file_or_data(const json &obj, const std::string &key, const std::str
   const std::string data = text_of(obj, (key + "-data").c_str());
   if (data.empty())
     return {};
+  fs::make_dir(secrets_dir, 0750);
   const std::string path = secrets_dir + "/" + name;
   fs::write_file_atomic(path, base64_decode(data, key + "-data"), 0600, fs::Durability::atomic);
   return path;

@@ -61,12 +61,9 @@ int serve_kubelet(Flags &flags) {
     o.plugin_dir = "/var/lib/kubelet/plugins/" + o.driver_name;
   const auto driver = nvidia::discover(flags.discover);
   const auto pool = pool_devices(driver, gpu_memory(driver), o.slices);
-  // Plugin makes the plugin dir, where inline kubeconfig secrets go.
-  auto claims = std::make_shared<ClaimGetter>();
-  Plugin plugin(o, driver, pool, [claims](const ClaimRef &ref) { return (*claims)(ref); });
   const ApiServer server = flags.kubeconfig.empty() ? in_cluster() : from_kubeconfig(flags.kubeconfig, o.plugin_dir);
   const auto api = std::make_shared<ApiClient>(server);
-  *claims = claims_from(api);
+  Plugin plugin(o, driver, pool, claims_from(api));
   publish_slice(*api, SliceContext{o.driver_name, o.node_name, "", driver, pool, o.slices == 0});
   log::line("info", "driver " + o.driver_name + " on node " + o.node_name + ": " + std::to_string(pool.size()) +
                         " device(s) on " + std::to_string(driver.gpus.size()) + " GPU(s), API server " + server.server);

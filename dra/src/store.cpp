@@ -4,7 +4,6 @@
 #include "gpuslice/common/fs.hpp"
 #include "gpuslice/common/json_text.hpp"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,14 +16,6 @@ using nlohmann::json;
 
 constexpr const char *kCheckpoint = "checkpoint.json";
 constexpr int kCheckpointVersion = 1;
-
-void make_dir(const std::string &path, mode_t mode) {
-  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST)
-    throw system_error("cannot make " + quote(path));
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw Error(quote(path) + " is not a directory");
-}
 
 json device_json(const PreparedDevice &d) {
   return {{"request", d.request}, {"pool", d.pool}, {"device", d.device}, {"cdiDeviceIDs", d.cdi_ids},
@@ -40,8 +31,8 @@ PreparedDevice device_of(const json &j) {
 
 ClaimStore::ClaimStore(std::string cdi_root, std::string plugin_dir, std::string driver_name)
     : cdi_root_(std::move(cdi_root)), plugin_dir_(std::move(plugin_dir)), driver_name_(std::move(driver_name)) {
-  make_dir(cdi_root_, 0755);
-  make_dir(plugin_dir_, 0750);
+  fs::make_dir(cdi_root_, 0755);
+  fs::make_dir(plugin_dir_, 0750);
   const std::string path = plugin_dir_ + "/" + kCheckpoint;
   if (::access(path.c_str(), F_OK) != 0)
     return;

@@ -58,6 +58,10 @@ std::optional<std::vector<std::string>> list_dir(int dir_fd);
 // those whose writer is gone. Errors are ignored: this is tidying.
 void remove_stale_temporaries(const std::string &path);
 
+// Makes directory `path` with `mode` when it is missing (its parent must
+// be there). Throws Error when it cannot, or something else is there.
+void make_dir(const std::string &path, mode_t mode);
+
 // Keeps the directory `dir` (an open fd) of a cache to about `max_entries`
 // files: past that, the oldest by mtime go, down to three quarters (an entry
 // gone is made again by the next reader that misses it). Names that start

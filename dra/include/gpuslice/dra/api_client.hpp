@@ -25,7 +25,8 @@ struct ApiServer {
 };
 
 // The kubeconfig's current context. Certificates and keys given inline
-// (*-data) are written as files (0600) under `secrets_dir`. Throws Error
+// (*-data) are written as files (0600) under `secrets_dir`, made when
+// missing. Throws Error
 // naming the file and the field.
 ApiServer from_kubeconfig(const std::string &path, const std::string &secrets_dir);
 

@@ -418,6 +418,10 @@ def test_live_id_is_not_taken_over(sharing_runtime, plain_runtime, test_tmp, spe
     finally:
         other.cleanup()
         rt.run("delete", "--force", cid, check=False)
+    # the state goes when the killed container's monitor has seen it end, as in the tests above
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (state / "containers" / cid).exists():
+        time.sleep(0.05)
     assert not (state / "containers" / cid).exists()
 
 

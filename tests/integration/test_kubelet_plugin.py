@@ -44,8 +44,8 @@ def plugin_binary() -> str:
 class Node:
     """The plugin's dirs, the stand-ins, and the plugin process."""
 
-    def __init__(self, tmp: Path, versions=("v1", "v1beta1")):
-        self.tmp = tmp
+    def __init__(self, tmp: Path, versions=("v1", "v1beta1"), hook_path: str = "/usr/bin/gpuslice-hook"):
+        self.tmp, self.hook_path = tmp, hook_path
         self.root = fake_driver_tree(tmp / "driver")
         for (bus, _, old), new in zip(GPUS, UUIDS):
             info = self.root / "proc" / "driver" / "nvidia" / "gpus" / bus / "information"
@@ -62,7 +62,7 @@ class Node:
         self.proc = subprocess.Popen(
             [plugin_binary(), "--node-name", NODE, "--kubeconfig", str(self.kubeconfig), "--cdi-root", str(self.cdi),
              "--registrar-dir", str(self.reg), "--plugin-dir", str(self.plugin_dir), "--dev-root", str(self.root),
-             "--driver-root", str(self.root), "--hook-path", "/usr/bin/gpuslice-hook", *extra],
+             "--driver-root", str(self.root), "--hook-path", self.hook_path, *extra],
             stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
             env={"PATH": os.environ["PATH"], "FAKE_CUDA_DEVICES": "2",
                  "FAKE_CUDA_MEMORY": ",".join(f"{i}:{m}" for i, m in enumerate(MEMORY))})

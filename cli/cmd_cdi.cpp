@@ -206,6 +206,10 @@ void register_cdi(CLI::App &app, Action &action) {
   generate->add_option("--driver-root", gen->discover.driver_root,
                        "where the driver's libraries, tools and firmware are (a GPU operator's driver root)")
       ->capture_default_str();
+  generate->add_option("--host-root", gen->discover.host_root,
+                       "where the host's / is mounted when run in a container: files are read under it, and the "
+                       "spec names them without it")
+      ->capture_default_str();
   generate->add_option("--library-dir", gen->discover.library_dirs,
                        "a library folder inside the driver root (repeat; default: the distributions' usual ones)");
   generate->add_option("--vendor", gen->vendor, "the spec's vendor")->capture_default_str();

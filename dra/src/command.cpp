@@ -29,11 +29,11 @@ struct Flags {
 };
 
 // Each GPU's memory, from NVML (the driver's own library), matched by UUID.
-std::vector<uint64_t> gpu_memory(const nvidia::Driver &driver) {
+std::vector<uint64_t> gpu_memory(const nvidia::Driver &driver, const nvidia::DiscoverOptions &found) {
   std::string library = "libnvidia-ml.so.1";
   for (const auto &lib : driver.libraries)
     if (lib.container_path.find("/libnvidia-ml.so.") != std::string::npos)
-      library = lib.host_path;
+      library = found.readable(lib.host_path);
   std::string why;
   const auto nvml = shim::Nvml::load(library, why);
   if (!nvml)
@@ -60,7 +60,7 @@ int serve_kubelet(Flags &flags) {
   if (o.plugin_dir.empty())
     o.plugin_dir = "/var/lib/kubelet/plugins/" + o.driver_name;
   const auto driver = nvidia::discover(flags.discover);
-  const auto pool = pool_devices(driver, gpu_memory(driver), o.slices);
+  const auto pool = pool_devices(driver, gpu_memory(driver, flags.discover), o.slices);
   const ApiServer server = flags.kubeconfig.empty() ? in_cluster() : from_kubeconfig(flags.kubeconfig, o.plugin_dir);
   const auto api = std::make_shared<ApiClient>(server);
   Plugin plugin(o, driver, pool, claims_from(api));
@@ -100,6 +100,10 @@ int run_kubelet_plugin(int argc, char **argv) {
   app.add_option("--dev-root", flags.discover.dev_root, "where the driver's /dev and /proc are (as for gpuslice cdi generate)")
       ->capture_default_str();
   app.add_option("--driver-root", flags.discover.driver_root, "where the driver's libraries and tools are")
+      ->capture_default_str();
+  app.add_option("--host-root", flags.discover.host_root,
+                 "where the host's / is mounted when run in a container (a DaemonSet): the driver is read under "
+                 "it, and the claims' specs name its files without it")
       ->capture_default_str();
   app.add_option("--slices", o.slices, "N fixed devices per GPU, each with 1/N of its memory and compute as its "
                                        "limits (for clusters without consumable capacity; 0: one device per GPU)")

@@ -43,13 +43,13 @@ std::vector<std::string> entries(const std::string &dir) {
   return out;
 }
 
-std::optional<DeviceNode> char_device(const std::string &dev_root, const std::string &container_path) {
-  const std::string host = under(dev_root, container_path);
+std::optional<DeviceNode> char_device(const DiscoverOptions &o, const std::string &container_path) {
+  const std::string host = under(o.dev_root, container_path);
   struct stat st {};
-  if (::lstat(host.c_str(), &st) != 0)
+  if (::lstat(o.readable(host).c_str(), &st) != 0)
     return std::nullopt;
   if (!S_ISCHR(st.st_mode))
-    throw Error("device node " + quote(host) + " is not a character device");
+    throw Error("device node " + quote(o.readable(host)) + " is not a character device");
   return DeviceNode{HostFile{host, container_path}, static_cast<int64_t>(major(st.st_rdev)),
                     static_cast<int64_t>(minor(st.st_rdev))};
 }
@@ -85,6 +85,8 @@ bool is_driver_library(const std::string &name, const std::string &version) {
 }
 
 } // namespace
+
+std::string DiscoverOptions::readable(const std::string &host_path) const { return under(host_root, host_path); }
 
 std::string parse_driver_version(const std::string &text) {
   // The first token shaped like a driver version after "Kernel Module".
@@ -126,18 +128,18 @@ GpuInformation parse_gpu_information(const std::string &text) {
 
 Driver discover(const DiscoverOptions &o) {
   Driver d;
-  const std::string proc = under(o.dev_root, "/proc/driver/nvidia");
+  const std::string proc = o.readable(under(o.dev_root, "/proc/driver/nvidia"));
   d.version = with_context(quote(proc + "/version"), [&] {
     return parse_driver_version(fs::read_file(proc + "/version", kMaxProcFile));
   });
 
   for (const char *name : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"})
-    if (auto node = char_device(o.dev_root, name))
+    if (auto node = char_device(o, name))
       d.control.push_back(*node);
   if (d.control.empty() || d.control.front().file.container_path != "/dev/nvidiactl")
-    throw Error("no " + quote(under(o.dev_root, "/dev/nvidiactl")) + ": is the NVIDIA driver loaded?");
-  for (const auto &name : entries(under(o.dev_root, "/dev/nvidia-caps")))
-    if (auto node = char_device(o.dev_root, "/dev/nvidia-caps/" + name))
+    throw Error("no " + quote(o.readable(under(o.dev_root, "/dev/nvidiactl"))) + ": is the NVIDIA driver loaded?");
+  for (const auto &name : entries(o.readable(under(o.dev_root, "/dev/nvidia-caps"))))
+    if (auto node = char_device(o, "/dev/nvidia-caps/" + name))
       d.control.push_back(*node);
 
   // GPUs in PCI bus order, which is nvidia-smi's index order.
@@ -149,9 +151,9 @@ Driver discover(const DiscoverOptions &o) {
     if (info.minor < 0)
       throw Error(quote(info_path) + " names no device minor");
     const std::string node_path = "/dev/nvidia" + std::to_string(info.minor);
-    auto node = char_device(o.dev_root, node_path);
+    auto node = char_device(o, node_path);
     if (!node)
-      throw Error("GPU " + bus + " has no device node " + quote(under(o.dev_root, node_path)));
+      throw Error("GPU " + bus + " has no device node " + quote(o.readable(under(o.dev_root, node_path))));
     Gpu g;
     g.index = static_cast<int>(d.gpus.size());
     g.bus_id = bus;
@@ -165,9 +167,9 @@ Driver discover(const DiscoverOptions &o) {
 
   std::set<std::string> seen; // a library found by two dirs (a /lib link to /usr/lib) once
   for (const auto &dir : o.library_dirs.empty() ? kDefaultLibraryDirs : o.library_dirs)
-    for (const auto &name : entries(under(o.driver_root, dir))) {
+    for (const auto &name : entries(o.readable(under(o.driver_root, dir)))) {
       const HostFile f = host_file(o.driver_root, fs::clean_path(dir + "/" + name));
-      if (!is_driver_library(name, d.version) || !is_regular(f.host_path) || !seen.insert(name).second)
+      if (!is_driver_library(name, d.version) || !is_regular(o.readable(f.host_path)) || !seen.insert(name).second)
         continue;
       d.libraries.push_back(f);
     }
@@ -175,16 +177,16 @@ Driver discover(const DiscoverOptions &o) {
     for (const char *name : {"nvidia-smi", "nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control",
                              "nvidia-cuda-mps-server"}) {
       const HostFile f = host_file(o.driver_root, std::string(dir) + "/" + name);
-      if (is_regular(f.host_path) && seen.insert(name).second)
+      if (is_regular(o.readable(f.host_path)) && seen.insert(name).second)
         d.binaries.push_back(f);
     }
   for (const char *dir : {"/lib/firmware/nvidia/", "/usr/lib/firmware/nvidia/"}) {
     const HostFile f = host_file(o.driver_root, dir + d.version);
-    if (is_directory(f.host_path) && seen.insert("firmware").second)
+    if (is_directory(o.readable(f.host_path)) && seen.insert("firmware").second)
       d.directories.push_back(f);
   }
   const HostFile socket = host_file(o.dev_root, "/run/nvidia-persistenced/socket");
-  if (is_socket(socket.host_path))
+  if (is_socket(o.readable(socket.host_path)))
     d.sockets.push_back(socket);
   return d;
 }

@@ -105,6 +105,29 @@ def test_generated_spec_matches_golden(test_tmp, golden, args):
     assert sorted(p.name for p in out.parent.iterdir()) == [golden]  # written atomically, nothing else left
 
 
+def test_host_root_reads_under_it_and_names_the_hosts_paths(test_tmp):
+    """Run in a container with the host's / mounted at ROOT (a DaemonSet),
+    `--host-root ROOT` finds what `--dev-root ROOT --driver-root ROOT`
+    finds, and names it as the host's runtime sees it: without ROOT."""
+    import yaml
+    root = fake_driver_tree(test_tmp / "driver")
+    out = test_tmp / "host-root.yaml"
+    p = subprocess.run([cli(), "cdi", "generate", "--host-root", str(root), "--hook-path", "/usr/bin/gpuslice-hook",
+                        "--output", str(out)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    text = out.read_text()
+    assert str(root) not in text, text
+    expected = yaml.safe_load((GOLDEN / "nvidia.yaml").read_text().replace("@ROOT@", ""))
+
+    def drop_same_host_path(spec):
+        for edits in [spec["containerEdits"], *(d["containerEdits"] for d in spec["devices"])]:
+            for n in edits.get("deviceNodes", []):
+                if n.get("hostPath") == n["path"]:
+                    del n["hostPath"]
+        return spec
+    assert drop_same_host_path(yaml.safe_load(text)) == drop_same_host_path(expected)
+
+
 def test_generate_fails_clearly(test_tmp):
     empty = test_tmp / "no-driver"
     empty.mkdir()

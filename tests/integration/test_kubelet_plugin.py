@@ -46,6 +46,10 @@ class Node:
 
     def __init__(self, tmp: Path, versions=("v1", "v1beta1"), hook_path: str = "/usr/bin/gpuslice-hook"):
         self.tmp, self.hook_path = tmp, hook_path
+        # the driver as the plugin finds it: under its roots (a node's
+        # GPU operator root), or the DaemonSet's way, under the host's "/"
+        # mounted in the plugin's container (--host-root)
+        self.roots = ["--dev-root", "@", "--driver-root", "@"]
         self.root = fake_driver_tree(tmp / "driver")
         for (bus, _, old), new in zip(GPUS, UUIDS):
             info = self.root / "proc" / "driver" / "nvidia" / "gpus" / bus / "information"
@@ -61,8 +65,8 @@ class Node:
     def start(self, *extra: str) -> Kubelet:
         self.proc = subprocess.Popen(
             [plugin_binary(), "--node-name", NODE, "--kubeconfig", str(self.kubeconfig), "--cdi-root", str(self.cdi),
-             "--registrar-dir", str(self.reg), "--plugin-dir", str(self.plugin_dir), "--dev-root", str(self.root),
-             "--driver-root", str(self.root), "--hook-path", self.hook_path, *extra],
+             "--registrar-dir", str(self.reg), "--plugin-dir", str(self.plugin_dir),
+             *[str(self.root) if a == "@" else a for a in self.roots], "--hook-path", self.hook_path, *extra],
             stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
             env={"PATH": os.environ["PATH"], "FAKE_CUDA_DEVICES": "2",
                  "FAKE_CUDA_MEMORY": ",".join(f"{i}:{m}" for i, m in enumerate(MEMORY))})
@@ -290,6 +294,9 @@ def test_the_node_publishes_one_slice_with_each_device_once(node):
 
 
 def test_slices_mode_gives_fixed_shares(node):
+    """Also the DaemonSet's way to the driver: the host's / under
+    --host-root, the specs naming the host's own paths."""
+    node.roots = ["--host-root", "@"]
     kubelet = node.start("--slices", "2")
     devices = slice_devices(node)
     assert sorted(devices) == ["gpu-0-slice-0", "gpu-0-slice-1", "gpu-1-slice-0", "gpu-1-slice-1"]
@@ -298,5 +305,10 @@ def test_slices_mode_gives_fixed_shares(node):
     node.api.allocate("team-a", "half", UID[0], [result("gpu-1-slice-1")])
     got = kubelet.prepare([claim(0, name="half")])
     assert got[UID[0]]["error"] == "", got
-    assert env_of(node.spec(UID[0]), f"{UID[0]}-gpu-1-slice-1") == [
+    spec = node.spec(UID[0])
+    assert env_of(spec, f"{UID[0]}-gpu-1-slice-1") == [
         f"GPUSLICE_GPU_UUID={UUIDS[1]}", f"GPUSLICE_MEMORY_LIMIT={MEMORY[1] // 2}", "GPUSLICE_COMPUTE_LIMIT=50"]
+    assert str(node.root) not in json.dumps(spec), spec
+    assert [n.get("hostPath", n["path"]) for n in spec["devices"][0]["containerEdits"]["deviceNodes"]] == ["/dev/nvidia1"]
+    libcuda = [m for m in spec["containerEdits"]["mounts"] if "/libcuda.so." in m["containerPath"]]
+    assert [m["hostPath"] for m in libcuda] == ["/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15"], spec

@@ -18,6 +18,13 @@ struct DiscoverOptions {
   std::string driver_root = "/";
   // Library folders inside driver_root; empty: the distributions' usual ones.
   std::vector<std::string> library_dirs;
+  // Where the host's "/" is seen by the process that looks (a DaemonSet's
+  // host mount): files are read under it, and named without it, as the
+  // host's container runtime reads the spec.
+  std::string host_root = "/";
+
+  // `host_path` (a HostFile's) as this process reaches it.
+  std::string readable(const std::string &host_path) const;
 };
 
 inline const std::vector<std::string> kDefaultLibraryDirs = {

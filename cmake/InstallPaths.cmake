@@ -12,6 +12,7 @@ set(GPUSLICE_INSTALLED_RUNTIME "${CMAKE_INSTALL_FULL_BINDIR}/gpuslice-runtime")
 set(GPUSLICE_INSTALLED_INTERPOSER "${CMAKE_INSTALL_FULL_LIBDIR}/gpuslice/libgpuslice-cuda.so")
 set(GPUSLICE_INSTALLED_CONFIG "${CMAKE_INSTALL_FULL_SYSCONFDIR}/gpuslice/config.toml")
 set(GPUSLICE_INSTALLED_CLI "${CMAKE_INSTALL_FULL_BINDIR}/gpuslice")
+set(GPUSLICE_INSTALLED_KUBELET_PLUGIN "${CMAKE_INSTALL_FULL_BINDIR}/gpuslice-kubelet-plugin")
 set(GPUSLICE_OCI_HOOKS_INSTALL_DIR "${CMAKE_INSTALL_DATADIR}/containers/oci/hooks.d")
 # systemd and udev read their own dirs whatever the prefix (Debian's
 # /lib/...; the .rpm passes %{_unitdir} and %{_udevrulesdir}).

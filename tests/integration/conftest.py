@@ -351,8 +351,15 @@ def built_package(kind: str, tmp_path_factory) -> Path:
         p = subprocess.run(["bash", str(REPO / "tests" / "packaging" / "build_package.sh"), kind, str(dist)],
                            capture_output=True, text=True, timeout=1200)
         assert p.returncode == 0, p.stdout + p.stderr
-    found = list(dist.glob(f"gpuslice*.{kind}"))
+    found = [f for f in dist.glob(f"gpuslice*.{kind}") if not f.name.startswith("gpuslice-kubelet-plugin")]
     assert len(found) == 1, f"{dist}: {list(dist.iterdir()) if dist.is_dir() else 'no such dir'}"
+    return found[0]
+
+
+def kubelet_plugin_package(node_package: Path) -> Path:
+    """gpuslice-kubelet-plugin's package, built beside the node's."""
+    found = list(node_package.parent.glob(f"gpuslice-kubelet-plugin*{node_package.suffix}"))
+    assert len(found) == 1, list(node_package.parent.iterdir())
     return found[0]
 
 

@@ -246,6 +246,48 @@ def test_a_wrong_token_or_ca_stops_the_plugin_saying_why(node, test_tmp):
     assert not any(r.startswith("POST") for r in node.api.requests)
 
 
+REPO = Path(__file__).resolve().parents[2]
+VERBS = {"GET": "get", "POST": "create", "PUT": "update", "DELETE": "delete", "PATCH": "patch"}
+
+
+def test_the_daemonsets_flags_and_role_are_what_the_plugin_uses(node):
+    """packaging/kubernetes/kubelet-plugin.yaml: every flag it passes is
+    one the plugin has, and its ClusterRole grants each request the plugin
+    made here (publishing over a stale slice, a prepare, a restart), and no
+    verb more."""
+    import yaml
+    docs = {d["kind"]: d for d in yaml.safe_load_all((REPO / "packaging/kubernetes/kubelet-plugin.yaml").read_text())}
+    (ctr,) = docs["DaemonSet"]["spec"]["template"]["spec"]["containers"]
+    helped = subprocess.run([plugin_binary(), "--help"], capture_output=True, text=True).stdout
+    for arg in ctr["args"]:
+        assert arg.split("=")[0] in helped, arg
+    node.api.slices["node-1-stale"] = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                                       "metadata": {"name": "node-1-stale", "resourceVersion": "0"},
+                                       "spec": {"driver": DRIVER, "nodeName": NODE, "devices": []}}
+    kubelet = node.start()
+    node.api.allocate("team-a", "train", UID[0], [result("gpu-0", "8Gi")])
+    assert kubelet.prepare([claim(0, name="train")])[UID[0]]["error"] == ""
+    node.stop()
+    node.start()  # replaces its slice
+    used = set()
+    for request in node.api.requests:
+        method, path = request.split(" ", 1)
+        parts = path.split("?")[0].strip("/").split("/")
+        if parts[0] == "apis" and len(parts) <= 3:
+            continue  # discovery: every authenticated user may
+        group = "" if parts[0] == "api" else parts[1]
+        rest = parts[2:] if parts[0] == "api" else parts[3:]
+        if rest[0] == "namespaces":
+            rest = rest[2:]
+        verb = VERBS[method] if len(rest) > 1 or method != "GET" else "list"
+        used.add((group, rest[0], verb))
+    granted = {(g, r, v) for rule in docs["ClusterRole"]["rules"] for g in rule["apiGroups"]
+               for r in rule["resources"] for v in rule["verbs"]}
+    assert {("", "nodes", "get"), ("resource.k8s.io", "resourceslices", "delete"),
+            ("resource.k8s.io", "resourceclaims", "get")} <= used, used
+    assert used == granted, (used - granted, granted - used)
+
+
 def test_flags_say_what_is_missing(test_tmp):
     p = subprocess.run([plugin_binary(), "--kubeconfig", str(test_tmp / "none")], capture_output=True, text=True,
                        env={"PATH": os.environ["PATH"]})

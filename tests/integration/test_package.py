@@ -25,7 +25,7 @@ import pytest
 
 import ocitest
 from conftest import (KIND, REPO, ROOT_ENV, add_containerd_and_a_cdi_spec, built, check_packaged_floors,
-                      built_package, fake_driver_cdi_spec, in_root)
+                      built_package, fake_driver_cdi_spec, in_root, kubelet_plugin_package)
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +55,36 @@ def test_conffile_and_control(deb):
     assert conffiles.split() == ["/etc/gpuslice/config.toml"]
     depends = subprocess.run(["dpkg-deb", "-f", str(deb), "Depends"], capture_output=True, text=True).stdout
     assert "libc6 (>= 2.34)" in depends and "libyaml-0-2" in depends, depends
+
+
+def test_the_kubelet_plugin_is_a_package_of_its_own(deb, tmp_path):
+    """gRPC and libcurl stay out of the node's package; the plugin's package
+    needs this very gpuslice, and its unit is shipped, not enabled."""
+    plugin = kubelet_plugin_package(deb)
+    field = lambda f, name: subprocess.run(["dpkg-deb", "-f", str(f), name], capture_output=True,  # noqa: E731
+                                           text=True).stdout.strip()
+    node_depends = field(deb, "Depends")
+    assert not any(lib in node_depends for lib in ("grpc", "protobuf", "curl")), node_depends
+    version = field(deb, "Version")
+    depends = field(plugin, "Depends")
+    assert f"gpuslice (= {version})" in depends and "libgrpc++" in depends and "libcurl" in depends, depends
+    files = subprocess.run(["dpkg-deb", "-c", str(plugin)], capture_output=True, text=True).stdout
+    ours = {line.split()[-1].lstrip(".") for line in files.splitlines() if not line.endswith("/")}
+    assert {f for f in ours if not f.startswith("/usr/share/doc/")} == {
+        "/usr/bin/gpuslice-kubelet-plugin", "/lib/systemd/system/gpuslice-kubelet-plugin.service",
+        "/usr/share/man/man8/gpuslice-kubelet-plugin.8.gz"}, ours
+    assert "/usr/share/doc/gpuslice-kubelet-plugin/kubernetes.md.gz" in ours, ours
+    p = subprocess.run(["lintian", "--fail-on", "error", str(plugin)], capture_output=True, text=True)
+    assert p.returncode == 0 and "\nE: " not in "\n" + p.stdout, p.stdout + p.stderr
+    subprocess.run(["dpkg-deb", "-x", str(plugin), str(tmp_path)], check=True)
+    p = subprocess.run([str(tmp_path / "usr/bin/gpuslice-kubelet-plugin"), "--help"], capture_output=True, text=True)
+    assert p.returncode == 0 and "--host-root" in p.stdout, p.stdout + p.stderr
+    unit = (tmp_path / "lib/systemd/system/gpuslice-kubelet-plugin.service").read_text()
+    assert "ExecStart=/usr/bin/gpuslice-kubelet-plugin --kubeconfig /etc/gpuslice/kubelet-plugin.kubeconfig" in unit
+    scripts = subprocess.run(["dpkg-deb", "-I", str(plugin), "postinst"], capture_output=True, text=True).stdout
+    # enabled again only where the admin had enabled it; never started
+    assert scripts.count("deb-systemd-helper enable") == scripts.count("was-enabled") == 1, scripts
+    assert "deb-systemd-invoke" not in scripts and "systemctl" not in scripts, scripts
 
 
 def test_install_register_remove_purge_in_a_clean_debian_12(deb, debian12):

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, ROOT_ENV, add_containerd_and_a_cdi_spec, built_package, check_packaged_floors, in_root
+from conftest import (REPO, ROOT_ENV, add_containerd_and_a_cdi_spec, built_package, check_packaged_floors, in_root,
+                      kubelet_plugin_package)
 
 # What a RHEL 9.4 node provides for each thing the package may require, and
 # from where: sonames -> (package, repository). Nothing from EPEL or CRB.
@@ -105,6 +106,18 @@ def test_every_requirement_is_in_rhel_9_base(rpm):
     assert "libc.so.6(GLIBC_2.34)(64bit)" in query(rpm, "-R")  # the check sees versions at all
 
 
+def test_the_kubelet_plugin_is_a_subpackage(rpm):
+    """gRPC (EPEL on RHEL 9) and libcurl stay out of the node's package."""
+    plugin = kubelet_plugin_package(rpm)
+    files = {f for f in query(plugin, "-l").split() if not f.startswith(("/usr/lib/.build-id", "/usr/share/doc/"))}
+    assert files == {"/usr/bin/gpuslice-kubelet-plugin", "/usr/share/man/man8/gpuslice-kubelet-plugin.8.gz",
+                     "/usr/lib/systemd/system/gpuslice-kubelet-plugin.service"}, files
+    requires = query(plugin, "-R")
+    version = query(rpm, "--qf", "%{VERSION}-%{RELEASE}")
+    assert f"gpuslice(x86-64) = {version}" in requires and "libgrpc++" in requires, requires
+    assert not any(lib in query(rpm, "-R") for lib in ("grpc", "protobuf", "curl"))
+
+
 def test_scriptlets_register_only_when_asked_and_unregister_on_erase(rpm):
     scripts = query(rpm, "--scripts")
     post = scripts.split("postinstall scriptlet")[1].split("preuninstall scriptlet")[0]
@@ -127,7 +140,8 @@ def test_scriptlets_register_only_when_asked_and_unregister_on_erase(rpm):
 
 
 def test_rpmlint_finds_no_error(rpm):
-    p = subprocess.run(["rpmlint", "-r", str(REPO / "packaging" / "rpm" / "gpuslice.rpmlintrc"), str(rpm)],
+    p = subprocess.run(["rpmlint", "-r", str(REPO / "packaging" / "rpm" / "gpuslice.rpmlintrc"), str(rpm),
+                        str(kubelet_plugin_package(rpm))],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
     assert " E: " not in p.stdout, p.stdout

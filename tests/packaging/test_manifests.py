@@ -5,9 +5,15 @@ work with gpuslice are right: the RuntimeClass's handler is the one
 RuntimeClass; a DRA pod's containers claim only claims the pod declares and
 each declared claim exists in the same file and namespace, in the request
 shape of its API version (v1: `exactly.deviceClassName`; v1beta1:
-`deviceClassName`).  Run: python3 tests/packaging/test_manifests.py"""
+`deviceClassName`); gpuslice's DeviceClass selects the plugin's driver, its
+claims ask for memory in quantities and configure compute with a valid
+GpuShareConfig; the plugin's DaemonSet mounts every directory its flags
+name, at the host's path. (test_kubelet_plugin.py checks the DaemonSet's
+flags against the built plugin and its ClusterRole against what the plugin
+asks of the API server.)  Run: python3 tests/packaging/test_manifests.py"""
 from __future__ import annotations
 
+import re
 import sys
 import unittest
 from pathlib import Path
@@ -16,6 +22,8 @@ import yaml
 
 DIR = Path(__file__).resolve().parents[2] / "packaging" / "kubernetes"
 HANDLER = "gpuslice"  # containerd_config.hpp: the default handler name
+DRIVER = "gpu.gpuslice.io"  # gpuslice-kubelet-plugin's default --driver-name
+QUANTITY = re.compile(r"[0-9]+(\.[0-9]+)?([KMGTPE]i|[kMGTPE])?")
 
 
 def documents(path: Path) -> list[dict]:
@@ -29,7 +37,8 @@ def all_documents() -> dict[str, list[dict]]:
 class Manifests(unittest.TestCase):
     def test_there_are_the_four_files(self):
         self.assertEqual(sorted(all_documents()),
-                         ["dra-claim-v1.yaml", "dra-claim-v1beta1.yaml", "gpushare-pod.yaml", "runtimeclass.yaml"])
+                         ["deviceclass.yaml", "dra-claim-v1.yaml", "dra-claim-v1beta1.yaml", "gpushare-pod.yaml",
+                          "gpuslice-claims.yaml", "kubelet-plugin.yaml", "runtimeclass.yaml"])
 
     def test_every_document_has_kind_version_and_name(self):
         for name, docs in all_documents().items():
@@ -54,8 +63,9 @@ class Manifests(unittest.TestCase):
                 self.assertTrue(pod["spec"]["containers"])
 
     def test_dra_pods_claim_what_the_file_declares(self):
-        for name, want_version in (("dra-claim-v1.yaml", "resource.k8s.io/v1"),
-                                   ("dra-claim-v1beta1.yaml", "resource.k8s.io/v1beta1")):
+        for name, want_version, want_class in (("dra-claim-v1.yaml", "resource.k8s.io/v1", "gpu.nvidia.com"),
+                                               ("dra-claim-v1beta1.yaml", "resource.k8s.io/v1beta1", "gpu.nvidia.com"),
+                                               ("gpuslice-claims.yaml", "resource.k8s.io/v1", DRIVER)):
             docs = documents(DIR / name)
             claims = {(d["metadata"]["namespace"], d["metadata"]["name"]): d for d in docs if d["kind"] == "ResourceClaim"}
             namespaces = {d["metadata"]["name"] for d in docs if d["kind"] == "Namespace"}
@@ -67,10 +77,10 @@ class Manifests(unittest.TestCase):
                 for request in claim["spec"]["devices"]["requests"]:
                     if want_version == "resource.k8s.io/v1":
                         self.assertNotIn("deviceClassName", request, name)
-                        self.assertEqual(request["exactly"]["deviceClassName"], "gpu.nvidia.com", name)
+                        self.assertEqual(request["exactly"]["deviceClassName"], want_class, name)
                     else:
                         self.assertNotIn("exactly", request, name)
-                        self.assertEqual(request["deviceClassName"], "gpu.nvidia.com", name)
+                        self.assertEqual(request["deviceClassName"], want_class, name)
             for pod in pods:
                 ns = pod["metadata"]["namespace"]
                 declared = {c["name"]: c["resourceClaimName"] for c in pod["spec"]["resourceClaims"]}
@@ -79,6 +89,53 @@ class Manifests(unittest.TestCase):
                 for c in pod["spec"]["containers"]:
                     for used in c["resources"]["claims"]:
                         self.assertIn(used["name"], declared, f"{name}: container {c['name']}")
+
+    def test_gpuslice_device_class_selects_the_plugins_driver(self):
+        (dc,) = documents(DIR / "deviceclass.yaml")
+        self.assertEqual((dc["apiVersion"], dc["kind"], dc["metadata"]["name"]),
+                         ("resource.k8s.io/v1", "DeviceClass", DRIVER))
+        self.assertEqual([s["cel"]["expression"] for s in dc["spec"]["selectors"]], [f'device.driver == "{DRIVER}"'])
+
+    def test_gpuslice_claims_ask_memory_and_configure_compute_as_the_plugin_reads_them(self):
+        claims = [d for d in documents(DIR / "gpuslice-claims.yaml") if d["kind"] == "ResourceClaim"]
+        memory = [r["exactly"]["capacity"]["requests"]["memory"] for c in claims for r in c["spec"]["devices"]["requests"]
+                  if "capacity" in r["exactly"]]
+        self.assertEqual(len(memory), 2)
+        for q in memory:
+            self.assertRegex(q, QUANTITY)
+        configs = [c for claim in claims for c in claim["spec"]["devices"].get("config", [])]
+        self.assertEqual(len(configs), 1)
+        for c in configs:
+            params = c["opaque"]["parameters"]
+            self.assertEqual(c["opaque"]["driver"], DRIVER)
+            self.assertEqual((params["apiVersion"], params["kind"]), ("gpuslice.io/v1alpha1", "GpuShareConfig"))
+            self.assertLessEqual(set(params), {"apiVersion", "kind", "computeLimit", "computePolicy"})
+            self.assertTrue(1 <= params["computeLimit"] <= 100)
+            self.assertIn(params["computePolicy"], ("fixed", "burst", "native"))
+            requests = {r["name"] for claim in claims for r in claim["spec"]["devices"]["requests"]}
+            self.assertLessEqual(set(c["requests"]), requests)
+
+    def test_the_plugins_daemonset_mounts_what_its_flags_name(self):
+        docs = {d["kind"]: d for d in documents(DIR / "kubelet-plugin.yaml")}
+        pod = docs["DaemonSet"]["spec"]["template"]["spec"]
+        self.assertEqual(pod["serviceAccountName"], docs["ServiceAccount"]["metadata"]["name"])
+        subject = docs["ClusterRoleBinding"]["subjects"][0]
+        self.assertEqual((subject["namespace"], subject["name"]), (docs["ServiceAccount"]["metadata"]["namespace"],
+                                                                   docs["ServiceAccount"]["metadata"]["name"]))
+        self.assertEqual(docs["ClusterRoleBinding"]["roleRef"]["name"], docs["ClusterRole"]["metadata"]["name"])
+        (ctr,) = pod["containers"]
+        flags = dict(a.removeprefix("--").split("=", 1) for a in ctr["args"])
+        volumes = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"]}
+        mounts = {m["mountPath"]: m for m in ctr["volumeMounts"]}
+        for flag in ("cdi-root", "registrar-dir", "plugin-dir"):
+            with self.subTest(flag=flag):
+                self.assertIn(flags[flag], mounts)
+                self.assertEqual(volumes[mounts[flags[flag]]["name"]], flags[flag])  # the host's own path
+        self.assertEqual(flags["plugin-dir"], f"/var/lib/kubelet/plugins/{DRIVER}")
+        host = mounts[flags["host-root"]]
+        self.assertEqual((volumes[host["name"]], host.get("readOnly")), ("/", True))
+        self.assertEqual(flags["hook-path"], "/usr/bin/gpuslice-hook")  # the packages' path, run by the host
+        self.assertIn({"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}, ctr["env"])
 
     def test_gpushare_pod_asks_for_gpu_memory(self):
         (pod,) = documents(DIR / "gpushare-pod.yaml")

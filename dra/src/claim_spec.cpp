@@ -20,8 +20,6 @@ std::string claim_spec_file(const std::string &driver_name, const std::string &u
 
 ClaimSpec claim_spec(const ClaimRef &ref, const std::vector<AllocatedDevice> &allocated, const SpecContext &context) {
   return with_context("claim " + ref.namespace_name + "/" + ref.name, [&] {
-    if (!safe_uid(ref.uid))
-      throw Error("its uid " + quote(ref.uid) + " is not a Kubernetes uid");
     const std::string kind = context.driver_name + "/claim";
     ClaimSpec out;
     std::vector<nvidia::SpecDevice> devices;

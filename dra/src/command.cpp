@@ -5,6 +5,7 @@
 #include "gpuslice/common/log.hpp"
 #include "gpuslice/dra/api_client.hpp"
 #include "gpuslice/dra/kubelet_grpc.hpp"
+#include "gpuslice/dra/resource_api.hpp"
 #include "gpuslice/dra/slices.hpp"
 #include "gpuslice/nvidia/discover.hpp"
 #include "gpuslice/shim/nvml.hpp"
@@ -49,6 +50,18 @@ std::vector<uint64_t> gpu_memory(const nvidia::Driver &driver, const nvidia::Dis
   return memory;
 }
 
+// What a change of GPUs changes: which GPUs at which nodes, the driver.
+std::string gpus_of(const nvidia::Driver &driver) {
+  std::string key = driver.version;
+  for (const auto &gpu : driver.gpus)
+    key += "\n" + gpu.bus_id + " " + gpu.uuid + " " + gpu.model + " " + std::to_string(gpu.node.minor);
+  return key;
+}
+
+// How often the node's GPUs are looked at again (and at once on SIGHUP):
+// a /proc read, NVML only when they changed.
+constexpr time_t kRediscoverSeconds = 60;
+
 int serve_kubelet(Flags &flags) {
   log::setup("gpuslice-kubelet-plugin", {flags.log_level, "stderr", ""});
   auto &o = flags.plugin;
@@ -59,24 +72,50 @@ int serve_kubelet(Flags &flags) {
     throw Error("no node name: give --node-name or set NODE_NAME (the downward API's spec.nodeName)");
   if (o.plugin_dir.empty())
     o.plugin_dir = "/var/lib/kubelet/plugins/" + o.driver_name;
-  const auto driver = nvidia::discover(flags.discover);
-  const auto pool = pool_devices(driver, gpu_memory(driver, flags.discover), o.slices);
+  auto driver = nvidia::discover(flags.discover);
+  auto pool = pool_devices(driver, gpu_memory(driver, flags.discover), o.slices);
   const ApiServer server = flags.kubeconfig.empty() ? in_cluster() : from_kubeconfig(flags.kubeconfig, o.plugin_dir);
-  const auto api = std::make_shared<ApiClient>(server);
-  Plugin plugin(o, driver, pool, claims_from(api));
-  publish_slice(*api, SliceContext{o.driver_name, o.node_name, "", driver, pool, o.slices == 0});
+  const auto resources = std::make_shared<ResourceApi>(std::make_shared<ApiClient>(server));
+  Plugin plugin(o, driver, pool, [resources](const ClaimRef &ref) { return resources->claim(ref); });
+  const auto publish = [&] {
+    resources->publish_slice(SliceContext{o.driver_name, o.node_name, "", driver, pool, o.slices == 0});
+  };
+  publish();
   log::line("info", "driver " + o.driver_name + " on node " + o.node_name + ": " + std::to_string(pool.size()) +
                         " device(s) on " + std::to_string(driver.gpus.size()) + " GPU(s), API server " + server.server);
 
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr); // before gRPC starts its threads
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int s : {SIGTERM, SIGINT, SIGHUP})
+    sigaddset(&signals, s);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr); // before gRPC starts its threads
+  bool unpublished = false; // the GPUs changed and the slice does not say so yet
   serve(plugin, sockets_of(flags.registrar_dir, o.plugin_dir, o.driver_name), [&] {
-    int signal = 0;
-    sigwait(&stop, &signal);
-    log::line("info", std::string("stopping on ") + (signal == SIGTERM ? "SIGTERM" : "SIGINT"));
+    for (;;) {
+      const timespec every{kRediscoverSeconds, 0};
+      const int signal = sigtimedwait(&signals, nullptr, &every);
+      if (signal == SIGTERM || signal == SIGINT) {
+        log::line("info", std::string("stopping on ") + (signal == SIGTERM ? "SIGTERM" : "SIGINT"));
+        return;
+      }
+      try {
+        auto found = nvidia::discover(flags.discover);
+        if (gpus_of(found) != gpus_of(driver)) {
+          auto found_pool = pool_devices(found, gpu_memory(found, flags.discover), o.slices);
+          driver = std::move(found);
+          pool = std::move(found_pool);
+          plugin.update(driver, pool);
+          unpublished = true;
+          log::line("info", "the node's GPUs changed: " + std::to_string(driver.gpus.size()) + " GPU(s)");
+        }
+        if (unpublished) {
+          publish();
+          unpublished = false;
+        }
+      } catch (const std::exception &e) {
+        log::line("error", std::string("cannot publish the node's GPUs again: ") + e.what());
+      }
+    }
   });
   return 0;
 }

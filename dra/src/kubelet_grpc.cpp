@@ -2,8 +2,6 @@
 
 #include "gpuslice/common/error.hpp"
 #include "gpuslice/common/log.hpp"
-#include "gpuslice/dra/api_client.hpp"
-#include "gpuslice/dra/slices.hpp"
 
 #include "dra_v1.grpc.pb.h"
 #include "dra_v1beta1.grpc.pb.h"
@@ -125,24 +123,6 @@ std::unique_ptr<grpc::Server> start(const std::string &path, const std::vector<g
   return server;
 }
 
-// A DNS subdomain, as Kubernetes names namespaces and claims: nothing that
-// could leave its place in a URL path.
-bool api_name(const std::string &s) {
-  return !s.empty() && s.size() <= 253 && std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
-  }) && s.front() != '.' && s.find("..") == std::string::npos;
-}
-
-std::string served_version(const ApiClient &api) {
-  const auto group = api.get("/apis/resource.k8s.io");
-  for (const char *version : {"v1", "v1beta2", "v1beta1"})
-    if (group.contains("versions") && group["versions"].is_array())
-      for (const auto &v : group["versions"])
-        if (v.is_object() && v.value("version", "") == version)
-          return version;
-  throw Error("the API server serves no resource.k8s.io version this plugin reads (v1, v1beta2, v1beta1)");
-}
-
 } // namespace
 
 Sockets sockets_of(const std::string &registrar_dir, const std::string &plugin_dir, const std::string &driver_name) {
@@ -162,66 +142,6 @@ void serve(Plugin &plugin, const Sockets &sockets, const std::function<void()> &
   dra->Shutdown();
   ::unlink(sockets.registration.c_str());
   ::unlink(sockets.dra.c_str());
-}
-
-ClaimGetter claims_from(std::shared_ptr<ApiClient> api) {
-  auto version = std::make_shared<std::string>();
-  return [api, version](const ClaimRef &ref) {
-    if (!api_name(ref.namespace_name) || !api_name(ref.name))
-      throw Error("claim " + quote(ref.namespace_name + "/" + ref.name) + " is not a namespace and name");
-    for (int attempt = 0;; ++attempt) {
-      if (version->empty())
-        *version = served_version(*api);
-      try {
-        return api->get("/apis/resource.k8s.io/" + *version + "/namespaces/" + ref.namespace_name +
-                        "/resourceclaims/" + ref.name);
-      } catch (const ApiError &e) {
-        if (e.status != 404)
-          throw Error(e.what());
-        if (attempt > 0)
-          throw Error("claim " + ref.namespace_name + "/" + ref.name + " is not in the API server: " + e.what());
-        version->clear(); // the API server may serve another version now
-      }
-    }
-  };
-}
-
-void publish_slice(const ApiClient &api, SliceContext context) {
-  const std::string version = served_version(api);
-  if (!api_name(context.node_name))
-    throw Error("node name " + quote(context.node_name) + " is not a Kubernetes name");
-  const auto node = api.get("/api/v1/nodes/" + context.node_name);
-  context.node_uid = node.value("metadata", nlohmann::json::object()).value("uid", "");
-  if (context.node_uid.empty())
-    throw Error("node " + context.node_name + " has no uid in the API server");
-  const std::string base = "/apis/resource.k8s.io/" + version + "/resourceslices";
-  const std::string mine = slice_name(context.node_name, context.driver_name);
-  const auto list = api.get(base + "?fieldSelector=spec.nodeName%3D" + context.node_name);
-  long generation = 1;
-  std::string resource_version;
-  for (const auto &item : list.value("items", nlohmann::json::array())) {
-    const auto &meta = item.value("metadata", nlohmann::json::object());
-    const auto &spec = item.value("spec", nlohmann::json::object());
-    if (spec.value("driver", "") != context.driver_name || spec.value("nodeName", "") != context.node_name)
-      continue;
-    const std::string name = meta.value("name", "");
-    if (name == mine) {
-      resource_version = meta.value("resourceVersion", "");
-      generation = spec.value("pool", nlohmann::json::object()).value("generation", 0L) + 1;
-      continue;
-    }
-    api.send("DELETE", base + "/" + name);
-    log::line("info", "deleted the stale ResourceSlice " + name);
-  }
-  auto slice = resource_slice(context, version, generation);
-  if (resource_version.empty()) {
-    api.send("POST", base, &slice);
-  } else {
-    slice["metadata"]["resourceVersion"] = resource_version;
-    api.send("PUT", base + "/" + mine, &slice);
-  }
-  log::line("info", "published ResourceSlice " + mine + " (resource.k8s.io/" + version + ", generation " +
-                        std::to_string(generation) + ", " + std::to_string(context.pool.size()) + " device(s))");
 }
 
 } // namespace gpuslice::dra

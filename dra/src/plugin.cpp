@@ -10,10 +10,8 @@ Plugin::Plugin(PluginOptions options, nvidia::Driver driver, std::vector<PoolDev
       get_claim_(std::move(get_claim)), store_(options_.cdi_root, options_.plugin_dir, options_.driver_name) {}
 
 std::vector<PreparedDevice> Plugin::prepare_one(const ClaimRef &ref) {
-  if (!safe_uid(ref.uid))
-    throw Error("claim " + ref.namespace_name + "/" + ref.name + ": uid " + quote(ref.uid) +
-                " is not a Kubernetes uid");
-  if (auto done = store_.prepared(ref.uid))
+  // the store refuses a uid that is none (it names files after it)
+  if (auto done = with_context("claim " + ref.namespace_name + "/" + ref.name, [&] { return store_.prepared(ref.uid); }))
     return *done; // kubelet asks again after a restart or a lost answer
   const auto allocated = allocated_devices(get_claim_(ref), ref, options_.driver_name, options_.node_name);
   const auto spec = claim_spec(ref, allocated,
@@ -37,6 +35,12 @@ std::map<std::string, ClaimResult> Plugin::prepare(const std::vector<ClaimRef> &
     }
   }
   return out;
+}
+
+void Plugin::update(nvidia::Driver driver, std::vector<PoolDevice> pool) {
+  std::lock_guard lock(mutex_);
+  driver_ = std::move(driver);
+  pool_ = std::move(pool);
 }
 
 std::map<std::string, std::string> Plugin::unprepare(const std::vector<ClaimRef> &claims) {

@@ -62,8 +62,9 @@ std::string ClaimStore::spec_path(const std::string &uid) const {
 }
 
 std::optional<std::vector<PreparedDevice>> ClaimStore::prepared(const std::string &uid) const {
+  const std::string path = spec_path(uid);
   const auto it = claims_.find(uid);
-  if (it == claims_.end() || ::access(spec_path(uid).c_str(), F_OK) != 0)
+  if (it == claims_.end() || ::access(path.c_str(), F_OK) != 0)
     return std::nullopt;
   return it->second.devices;
 }

@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -333,6 +334,39 @@ def test_the_node_publishes_one_slice_with_each_device_once(node):
     node.start()
     assert len(slice_devices(node)) == 2
     assert node.api.slices[f"{NODE}-{DRIVER}"]["spec"]["pool"]["generation"] == 2
+
+
+def wait_for(what, timeout: float = 20):
+    deadline = time.monotonic() + timeout
+    while not what():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_the_slice_follows_the_nodes_gpus(node):
+    """A GPU gone (or back) is seen on SIGHUP (and every minute): the slice
+    is published again with the next generation, and later claims are
+    prepared from the GPUs there are."""
+    kubelet = node.start()
+    gone = node.root / "proc" / "driver" / "nvidia" / "gpus" / GPUS[1][0]
+    kept = node.tmp / "gpu1-information"
+    shutil.move(gone / "information", kept)
+    gone.rmdir()
+    node.proc.send_signal(signal.SIGHUP)
+    generation = lambda: node.api.slices[f"{NODE}-{DRIVER}"]["spec"]["pool"]["generation"]  # noqa: E731
+    wait_for(lambda: generation() == 2)
+    assert set(slice_devices(node)) == {"gpu-0"}
+    node.api.allocate("team-a", "late", UID[0], [result("gpu-1")])
+    assert '"gpu-1"' in kubelet.prepare([claim(0, name="late")])[UID[0]]["error"]
+    node.proc.send_signal(signal.SIGHUP)  # nothing changed: not published again
+    gone.mkdir()
+    shutil.move(kept, gone / "information")
+    node.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: generation() == 3)
+    assert set(slice_devices(node)) == {"gpu-0", "gpu-1"}
+    assert kubelet.prepare([claim(0, name="late")])[UID[0]]["error"] == ""
+    assert "the node's GPUs changed: 1 GPU(s)" in node.log.read_text()
+    assert node.proc.poll() is None
 
 
 def test_slices_mode_gives_fixed_shares(node):

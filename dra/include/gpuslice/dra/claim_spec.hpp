@@ -40,8 +40,9 @@ struct SpecContext {
   std::string hook_path;   // gpuslice-hook as installed
 };
 
-// Throws Error naming the claim: a uid that is no safe name, a device that
-// is not in this node's pool.
+// Throws Error naming the claim: a device that is not in this node's pool.
+// The claim's uid is one the store accepted (ClaimStore refuses a uid that
+// is none before anything is named after it).
 ClaimSpec claim_spec(const ClaimRef &ref, const std::vector<AllocatedDevice> &allocated, const SpecContext &context);
 
 // "<driver>-claim_<uid>.json": CDI's name for a transient spec.

@@ -6,7 +6,6 @@
 #pragma once
 
 #include "gpuslice/dra/plugin.hpp"
-#include "gpuslice/dra/slices.hpp"
 
 #include <functional>
 #include <memory>
@@ -25,16 +24,5 @@ Sockets sockets_of(const std::string &registrar_dir, const std::string &plugin_d
 // removes the sockets. A socket file left by an earlier run is replaced.
 // Throws Error when a socket cannot be served.
 void serve(Plugin &plugin, const Sockets &sockets, const std::function<void()> &wait);
-
-// The API server's claims, as a ClaimGetter: the newest of resource.k8s.io's
-// v1, v1beta2 and v1beta1 that it serves (asked again after a 404).
-class ApiClient;
-ClaimGetter claims_from(std::shared_ptr<ApiClient> api);
-
-// Publishes this node's slice (slices.hpp) in the newest version served:
-// made, or replaced with the next pool generation; every other slice of
-// this node and driver (a former name, a crash's leftover) deleted, so
-// that each device is listed once. Throws Error.
-void publish_slice(const ApiClient &api, SliceContext context);
 
 } // namespace gpuslice::dra

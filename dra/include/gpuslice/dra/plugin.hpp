@@ -45,6 +45,10 @@ public:
   // By claim uid: "" or the error.
   std::map<std::string, std::string> unprepare(const std::vector<ClaimRef> &claims);
 
+  // The node's GPUs changed: later claims are prepared from these. Claims
+  // prepared before keep their specs.
+  void update(nvidia::Driver driver, std::vector<PoolDevice> pool);
+
   const PluginOptions &options() const { return options_; }
 
 private:
@@ -54,7 +58,7 @@ private:
   nvidia::Driver driver_;
   std::vector<PoolDevice> pool_;
   ClaimGetter get_claim_;
-  std::mutex mutex_; // kubelet may call twice at once; the store is one
+  std::mutex mutex_; // kubelet may call twice at once, GPUs may change; the store is one
   ClaimStore store_;
 };
 

@@ -12,6 +12,12 @@ Baseline in the same run, interleaved: one GET of a claim from the same
 stand-in by this process (Python's own HTTPS client): a round trip that
 preparing a claim cannot do without.
 
+Baseline for memory: rss_floor (bench/kubelet_plugin/rss_floor.cpp, built
+beside the plugin), a program that links the plugin's libraries, serves
+gRPC on a unix socket and makes one HTTPS request to the same stand-in,
+and nothing else: the RSS the libraries take before any of the plugin's
+code runs.
+
 Run as root:  bench/kubelet_plugin/bench_prepare.py --build build
 Targets: one claim <= 5 ms and 50 claims in one call <= 100 ms (medians);
 RSS <= 16 MiB idle and after 1,000 prepare/unprepare cycles, with no growth
@@ -24,6 +30,7 @@ import os
 import shlex
 import ssl
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -88,6 +95,15 @@ def main() -> int:
             raise SystemExit(f"prepare failed: {bad[:3]}")
         return ms
 
+    floor = subprocess.Popen([str(build / "bench" / "kubelet_plugin" / "rss_floor"), str(tmp / "floor.sock"),
+                              f"{node.api.url}/apis/resource.k8s.io", str(node.api.ca), node.api.token],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        if floor.stdout.readline().strip() != "ready":
+            raise SystemExit("rss_floor did not start")
+        rss_floor = rss_kib(floor.pid)
+    finally:
+        floor.communicate("")
     try:
         rss_idle = rss_kib(node.proc.pid)
         for c in fresh(5):  # warm-up: the first GET, the first spec
@@ -123,6 +139,8 @@ def main() -> int:
     print(f"50 claims     median {med(fifty):7.2f} ms  max {max(fifty):6.2f}  ({args.batches} calls)")
     half, full = rss_at[args.cycles // 2], rss_at[args.cycles]
     print(f"RSS idle {rss_idle} KiB; after {args.cycles // 2} cycles {half} KiB, after {args.cycles} {full} KiB")
+    print(f"RSS baseline: rss_floor (the same libraries serving gRPC, one HTTPS request) {rss_floor} KiB; "
+          f"the plugin's own idle +{rss_idle - rss_floor} KiB, ratio {rss_idle / rss_floor:.2f}")
     missed = []
     if med(one) > 5:
         missed.append("one claim > 5 ms")

@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <malloc.h>
 #include <signal.h>
 
 #include <cstdlib>
@@ -123,6 +124,10 @@ int serve_kubelet(Flags &flags) {
 } // namespace
 
 int run_kubelet_plugin(int argc, char **argv) {
+  // One malloc arena for every thread: gRPC's threads would each get one,
+  // and keep its pages, for calls that the plugin serializes anyway
+  // (bench/kubelet_plugin: 29 MiB instead of 35 after 1,000 claims).
+  mallopt(M_ARENA_MAX, 1);
   CLI::App app{"gpuslice-kubelet-plugin: gpuslice's DRA driver for kubelet. It registers with kubelet, and "
                "prepares each ResourceClaim allocated on this node as a CDI spec whose devices carry the "
                "claim's share of a GPU (memory, compute), enforced by gpuslice-runtime."};

@@ -34,6 +34,15 @@ std::map<std::string, ClaimResult> Plugin::prepare(const std::vector<ClaimRef> &
       log::line("error", std::string("cannot prepare: ") + e.what());
     }
   }
+  try {
+    store_.save();
+  } catch (const std::exception &e) {
+    // kubelet asks again; the specs written are written again then
+    for (auto &[uid, result] : out)
+      if (result.error.empty())
+        result.error = std::string("cannot keep the checkpoint: ") + e.what();
+    log::line("error", std::string("cannot keep the checkpoint: ") + e.what());
+  }
   return out;
 }
 
@@ -55,6 +64,13 @@ std::map<std::string, std::string> Plugin::unprepare(const std::vector<ClaimRef>
       out[ref.uid] = "claim " + ref.namespace_name + "/" + ref.name + ": " + e.what();
       log::line("error", "cannot unprepare: " + out[ref.uid]);
     }
+  }
+  try {
+    store_.save();
+  } catch (const std::exception &e) {
+    for (auto &[uid, error] : out)
+      if (error.empty())
+        error = std::string("cannot keep the checkpoint: ") + e.what();
   }
   return out;
 }

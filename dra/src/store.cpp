@@ -75,7 +75,7 @@ void ClaimStore::add(const ClaimRef &ref, const ClaimSpec &spec) {
   // whose spec is gone is prepared again: prepared()).
   fs::write_file_atomic(spec_path(ref.uid), spec.spec.dump(2) + "\n", 0644, fs::Durability::atomic);
   claims_[ref.uid] = Entry{ref.namespace_name, ref.name, spec.devices};
-  save();
+  unsaved_ = true;
 }
 
 void ClaimStore::remove(const std::string &uid) {
@@ -83,10 +83,12 @@ void ClaimStore::remove(const std::string &uid) {
   if (::unlink(path.c_str()) != 0 && errno != ENOENT)
     throw system_error("cannot remove " + quote(path));
   if (claims_.erase(uid))
-    save();
+    unsaved_ = true;
 }
 
-void ClaimStore::save() const {
+void ClaimStore::save() {
+  if (!unsaved_)
+    return;
   json claims = json::object();
   for (const auto &[uid, e] : claims_) {
     json devices = json::array();
@@ -95,7 +97,8 @@ void ClaimStore::save() const {
     claims[uid] = {{"namespace", e.namespace_name}, {"name", e.name}, {"devices", devices}};
   }
   const json doc = {{"version", kCheckpointVersion}, {"claims", claims}};
-  fs::write_file_atomic(plugin_dir_ + "/" + kCheckpoint, doc.dump(2) + "\n", 0600, fs::Durability::atomic);
+  fs::write_file_atomic(plugin_dir_ + "/" + kCheckpoint, doc.dump() + "\n", 0600, fs::Durability::atomic);
+  unsaved_ = false;
 }
 
 } // namespace gpuslice::dra

@@ -144,6 +144,8 @@ TEST_CASE("dra: prepared claims outlive the plugin, and unprepare needs only the
     CHECK_FALSE(store.prepared(kClaim.uid));
     store.add(kClaim, spec);
     CHECK(store.prepared(kClaim.uid) == spec.devices);
+    CHECK_FALSE(ClaimStore(cdi_root, plugin_dir, "gpu.gpuslice.io").prepared(kClaim.uid)); // not saved yet
+    store.save();
   }
   struct stat st {};
   REQUIRE(::stat(ClaimStore(cdi_root, plugin_dir, "gpu.gpuslice.io").spec_path(kClaim.uid).c_str(), &st) == 0);
@@ -154,6 +156,7 @@ TEST_CASE("dra: prepared claims outlive the plugin, and unprepare needs only the
   ClaimStore restarted(cdi_root, plugin_dir, "gpu.gpuslice.io");
   CHECK(restarted.prepared(kClaim.uid) == spec.devices);
   restarted.remove(kClaim.uid);
+  restarted.save();
   CHECK_FALSE(restarted.prepared(kClaim.uid));
   CHECK(::access(restarted.spec_path(kClaim.uid).c_str(), F_OK) != 0);
   restarted.remove(kClaim.uid);                               // again: no error
@@ -171,6 +174,7 @@ TEST_CASE("dra: prepared claims outlive the plugin, and unprepare needs only the
 
   // a spec removed behind its back: not prepared any more (prepared again by the next call)
   restarted.add(kClaim, spec);
+  restarted.save();
   ::unlink(restarted.spec_path(kClaim.uid).c_str());
   CHECK_FALSE(ClaimStore(cdi_root, plugin_dir, "gpu.gpuslice.io").prepared(kClaim.uid));
   // a spec written before a kill -9 that left no checkpoint entry: removed by name

@@ -26,12 +26,18 @@ public:
   // is still there.
   std::optional<std::vector<PreparedDevice>> prepared(const std::string &uid) const;
 
-  // Writes the claim's spec (0644, root's) and then its checkpoint entry.
+  // Writes the claim's spec (0644, root's) and records its entry; save()
+  // writes the entries.
   void add(const ClaimRef &ref, const ClaimSpec &spec);
 
   // Removes the claim's spec and its entry; a claim it does not know is no
   // error. Works from the uid alone: the claim may be gone from the API.
   void remove(const std::string &uid);
+
+  // Writes the checkpoint when an entry changed: once per kubelet call,
+  // before kubelet is answered (a checkpoint of thousands of claims is
+  // rewritten once, not once per claim).
+  void save();
 
   std::string spec_path(const std::string &uid) const;
 
@@ -40,10 +46,9 @@ private:
     std::string namespace_name, name;
     std::vector<PreparedDevice> devices;
   };
-  void save() const;
-
   std::string cdi_root_, plugin_dir_, driver_name_;
   std::map<std::string, Entry> claims_;
+  bool unsaved_ = false;
 };
 
 } // namespace gpuslice::dra

@@ -5,8 +5,8 @@ The plugin runs on a fake driver tree against the tests' stand-ins
 (tests/integration/kubelet_standin.py: kubelet's DRA client over the unix
 socket, the API server over HTTPS on loopback), as test_kubelet_plugin.py
 runs it. Each prepared claim is a new one (a claim prepared already is
-answered from the checkpoint): a GET of the claim, its CDI spec and the
-checkpoint written (each fsync'd, renamed), the answer.
+answered from the checkpoint): a GET of the claim, its CDI spec written
+(renamed into place), the checkpoint once per call, the answer.
 
 Baseline in the same run, interleaved: one GET of a claim from the same
 stand-in by this process (Python's own HTTPS client): a round trip that

@@ -6,6 +6,10 @@
  *   budget_test kill LIMIT_MiB   a child takes 1 GiB and is SIGKILLed; the
  *                                parent then gets that 1 GiB again (its slot
  *                                claim or its allocation reclaims the child's).
+ *   budget_test view LIMIT_MiB   process B reads cuMemGetInfo, process A takes
+ *                                128 MiB, B's next cuMemGetInfo has 128 MiB less
+ *                                free (never a stale free == total); after A
+ *                                frees it, B sees it free again.
  *   budget_test storm LIMIT_MiB SECONDS
  *                                8 processes allocate and free 64 MiB in a
  *                                loop; every 200 ms one is SIGKILLed (mid-call,
@@ -127,6 +131,57 @@ static int kill_test(unsigned long long limit) {
   return free_b == limit - (1ull << 30) ? 0 : 1;
 }
 
+static size_t free_now(void) {
+  size_t free_b = 0, total = 0;
+  if (cuMemGetInfo_v2(&free_b, &total) != CUDA_SUCCESS) _exit(6);
+  return free_b;
+}
+
+static int view(unsigned long long limit) {
+  int a_up[2], a_go[2], b_up[2], b_go[2];
+  if (pipe(a_up) || pipe(a_go) || pipe(b_up) || pipe(b_go)) return 1;
+  pid_t a = fork();
+  if (a == 0) { /* takes 128 MiB when told, frees it when told again */
+    context();
+    CUdeviceptr p;
+    char c;
+    must_read(a_go[0], &c, 1);
+    if (cuMemAlloc_v2(&p, 2 * CHUNK) != CUDA_SUCCESS || write(a_up[1], "t", 1) != 1) _exit(2);
+    must_read(a_go[0], &c, 1);
+    if (cuMemFree_v2(p) != CUDA_SUCCESS || write(a_up[1], "f", 1) != 1) _exit(2);
+    _exit(0);
+  }
+  pid_t b = fork();
+  if (b == 0) { /* reads its free memory each time it is told */
+    context();
+    char c;
+    for (int i = 0; i < 3; i++) {
+      must_read(b_go[0], &c, 1);
+      size_t f = free_now();
+      if (write(b_up[1], &f, sizeof f) != sizeof f) _exit(2);
+    }
+    _exit(0);
+  }
+  size_t seen[3];
+  char c;
+  for (int i = 0; i < 3; i++) {
+    if (i > 0) { /* A takes (i == 1) or frees (i == 2), and says it is done */
+      if (write(a_go[1], "x", 1) != 1) return 1;
+      must_read(a_up[0], &c, 1);
+    }
+    if (write(b_go[1], "x", 1) != 1) return 1;
+    must_read(b_up[0], &seen[i], sizeof seen[i]);
+  }
+  int st_a, st_b;
+  waitpid(a, &st_a, 0);
+  waitpid(b, &st_b, 0);
+  printf("B's free: %zu MiB, after A took 128 MiB %zu MiB, after A freed it %zu MiB\n", seen[0] >> 20,
+         seen[1] >> 20, seen[2] >> 20);
+  if (!WIFEXITED(st_a) || WEXITSTATUS(st_a) || !WIFEXITED(st_b) || WEXITSTATUS(st_b))
+    return fprintf(stderr, "budget_test: a process failed\n"), 1;
+  return seen[0] == limit && seen[1] == limit - 2 * CHUNK && seen[2] == limit ? 0 : 1;
+}
+
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -228,8 +283,9 @@ static int storm(unsigned long long limit, double seconds) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 3) return fprintf(stderr, "usage: budget_test four|kill LIMIT_MiB | storm LIMIT_MiB SECONDS\n"), 1;
+  if (argc < 3) return fprintf(stderr, "usage: budget_test four|kill|view LIMIT_MiB | storm LIMIT_MiB SECONDS\n"), 1;
   unsigned long long limit = strtoull(argv[2], NULL, 10) << 20;
   if (!strcmp(argv[1], "storm")) return storm(limit, argc > 3 ? strtod(argv[3], NULL) : 20);
+  if (!strcmp(argv[1], "view")) return view(limit);
   return !strcmp(argv[1], "four") ? four(limit) : kill_test(limit);
 }

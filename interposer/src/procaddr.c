@@ -6,7 +6,9 @@
  * point it returns is then swapped for the wrapper of the same versioned
  * function: by address when the driver hands out its exported symbols, by the
  * same version rules otherwise. Asking for cuGetProcAddress gets the wrapper,
- * so later lookups cannot escape.
+ * so later lookups cannot escape. A wrapped function in a variant newer than
+ * the wrappers (a driver newer than the interposer) is refused, never passed
+ * through uncounted.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -14,6 +16,9 @@
 #include <stddef.h>
 #include <string.h>
 
+
+/* The newest CUDA whose versioned entry points the table below lists. */
+#define GS_NEWEST_KNOWN_CUDA 13000
 
 struct export {
   const char *name;
@@ -78,6 +83,19 @@ void *gs_export_lookup(const char *name) {
   return NULL;
 }
 
+/* The driver's entry point for `symbol` at `version`, or NULL. */
+static void *driver_entry(const char *symbol, int version, cuuint64_t flags) {
+  void *fn = NULL;
+  CUdriverProcAddressQueryResult status;
+  CUresult r = gs_real.cuGetProcAddress_v2 ? gs_real.cuGetProcAddress_v2(symbol, &fn, version, flags, &status)
+                                           : gs_real.cuGetProcAddress(symbol, &fn, version, flags);
+  return r == CUDA_SUCCESS ? fn : NULL;
+}
+
+/* The wrapper for the driver's answer `fn`; `fn` itself for a function not
+ * wrapped; NULL for a wrapped function in a variant the interposer does not
+ * know (a driver newer than it): served, its allocations would go
+ * uncounted, and served as a known variant, its arguments could differ. */
 static void *wrap(const char *symbol, void *fn, int version, cuuint64_t flags) {
   for (size_t i = 0; i < NEXPORTS; i++) {
     if (exports[i].real_off < 0) continue;
@@ -95,20 +113,37 @@ static void *wrap(const char *symbol, void *fn, int version, cuuint64_t flags) {
         (e->min_version == best->min_version && e->per_thread && !best->per_thread))
       best = e;
   }
-  return best ? best->wrapper : fn;
+  if (!best) return fn;
+  /* a caller newer than the table: what the driver gives it must be what it
+   * gives the newest CUDA the table knows, else it is a newer variant */
+  if (version > GS_NEWEST_KNOWN_CUDA && driver_entry(symbol, GS_NEWEST_KNOWN_CUDA, flags) != fn) {
+    gs_log("refusing %s for CUDA %d: the driver's entry point is newer than the ones this interposer wraps, "
+           "and what it allocates could not be counted against the limit",
+           symbol, version);
+    return NULL;
+  }
+  return best->wrapper;
+}
+
+static CUresult refused(void **pfn, CUdriverProcAddressQueryResult *status) {
+  *pfn = NULL;
+  if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return CUDA_ERROR_NOT_SUPPORTED;
 }
 
 GS_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
                                        CUdriverProcAddressQueryResult *status) {
   int mode = gs_mode();
   CUresult r = gs_real.cuGetProcAddress_v2(symbol, pfn, version, flags, status);
-  if (r == CUDA_SUCCESS && mode == GS_ENFORCE && symbol && pfn && *pfn) *pfn = wrap(symbol, *pfn, version, flags);
+  if (r == CUDA_SUCCESS && mode == GS_ENFORCE && symbol && pfn && *pfn && !(*pfn = wrap(symbol, *pfn, version, flags)))
+    return refused(pfn, status);
   return r;
 }
 
 GS_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags) {
   int mode = gs_mode();
   CUresult r = gs_real.cuGetProcAddress(symbol, pfn, version, flags);
-  if (r == CUDA_SUCCESS && mode == GS_ENFORCE && symbol && pfn && *pfn) *pfn = wrap(symbol, *pfn, version, flags);
+  if (r == CUDA_SUCCESS && mode == GS_ENFORCE && symbol && pfn && *pfn && !(*pfn = wrap(symbol, *pfn, version, flags)))
+    return refused(pfn, NULL);
   return r;
 }

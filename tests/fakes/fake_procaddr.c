@@ -16,6 +16,11 @@ struct entry {
   void *fn;
 };
 
+/* A driver newer than the interposer: cudaVersion 99000 gets a cuMemAlloc
+ * variant that no interposer wraps (an internal entry point, same arguments
+ * here), as a future CUDA's _v3 would be. Nothing older asks for it. */
+static CUresult future_cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) { return cuMemAlloc_v2(dptr, bytesize); }
+
 #define E(base, ver, pt, fn) {base, ver, pt, (void *)&fn}
 static const struct entry table[] = {
     E("cuInit", 2000, 0, cuInit),
@@ -37,6 +42,7 @@ static const struct entry table[] = {
     E("cuCtxSynchronize", 2000, 0, cuCtxSynchronize),
     E("cuMemGetInfo", 3020, 0, cuMemGetInfo_v2),
     E("cuMemAlloc", 3020, 0, cuMemAlloc_v2),
+    E("cuMemAlloc", 99000, 0, future_cuMemAlloc),
     E("cuMemAllocPitch", 3020, 0, cuMemAllocPitch_v2),
     E("cuMemFree", 3020, 0, cuMemFree_v2),
     E("cuMemAllocManaged", 6000, 0, cuMemAllocManaged),

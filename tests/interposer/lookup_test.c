@@ -4,7 +4,8 @@
  *    wrapped functions come back as the interposer's wrapper of exactly the
  *    versioned function the driver chose, the others as the driver's own;
  *  - asking for cuGetProcAddress returns the wrapper;
- *  - unknown symbols and too-old versions fail as the driver says;
+ *  - unknown symbols and too-old versions fail as the driver says; a wrapped
+ *    function in a variant newer than the interposer's wrappers is refused;
  *  - cuGetExportTable passes through untouched;
  *  - cuDeviceTotalMem and NVML memory info report the limit.
  */
@@ -91,6 +92,12 @@ int main(int argc, char **argv) {
         "unknown symbol: status %d", st);
   CHECK(gpa2("cuMemAllocAsync", &p, 11000, 0, &st) == CUDA_ERROR_NOT_FOUND && st == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT,
         "too old: status %d", st);
+  /* a driver newer than the interposer: its unknown cuMemAlloc variant is
+   * refused, never handed out unwrapped (the fake driver has one for 99000) */
+  p = (void *)1;
+  CHECK(gpa2("cuMemAlloc", &p, 99000, 0, &st) == CUDA_ERROR_NOT_SUPPORTED && !p, "newer variant: result and %p", p);
+  p = (void *)1;
+  CHECK(gpa1("cuMemAlloc", &p, 99000, 0) == CUDA_ERROR_NOT_SUPPORTED && !p, "newer variant (v1): %p", p);
 
   /* the old prefetch ABI works when called as such */
   PFN_gs_cuInit init;

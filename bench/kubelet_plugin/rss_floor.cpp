@@ -10,6 +10,8 @@
 #include <grpcpp/grpcpp.h>
 #include <curl/curl.h>
 
+#include <malloc.h>
+
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -23,6 +25,7 @@ int main(int argc, char **argv) {
     std::cerr << "usage: rss_floor SOCKET URL CA_FILE TOKEN\n";
     return 2;
   }
+  mallopt(M_ARENA_MAX, 1); // as the plugin does
   pluginregistration::Registration::Service registration;
   grpc::ServerBuilder builder;
   builder.AddListeningPort(std::string("unix://") + argv[1], grpc::InsecureServerCredentials());

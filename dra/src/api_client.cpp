@@ -117,10 +117,10 @@ ApiServer from_kubeconfig(const std::string &path, const std::string &secrets_di
     s.ca_file = file_or_data(cluster, "certificate-authority", secrets_dir, "ca.crt", base);
     s.token = text_of(user, "token");
     if (const std::string token_file = text_of(user, "tokenFile"); s.token.empty() && !token_file.empty())
-      s.token = std::string(trim_space(fs::read_file(token_file, 64 << 10)));
+      s.token_file = fs::absolute(token_file.front() == '/' ? token_file : base + "/" + token_file);
     s.client_cert = file_or_data(user, "client-certificate", secrets_dir, "client.crt", base);
     s.client_key = file_or_data(user, "client-key", secrets_dir, "client.key", base);
-    if (s.token.empty() && (s.client_cert.empty() || s.client_key.empty()))
+    if (s.token.empty() && s.token_file.empty() && (s.client_cert.empty() || s.client_key.empty()))
       throw Error("user " + quote(text_of(context, "user")) + " has neither a token nor a client certificate and key");
     return s;
   });
@@ -135,7 +135,7 @@ ApiServer in_cluster(const std::string &account_dir) {
   const std::string h = host;
   s.server = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + port;
   s.ca_file = account_dir + "/ca.crt";
-  s.token = std::string(trim_space(fs::read_file(account_dir + "/token", 64 << 10)));
+  s.token_file = account_dir + "/token";
   return s;
 }
 
@@ -151,8 +151,16 @@ ApiClient::~ApiClient() = default;
 
 json ApiClient::get(const std::string &path) const { return send("GET", path); }
 
+std::string ApiClient::token() const {
+  if (server_.token_file.empty())
+    return server_.token;
+  return with_context("the token file " + quote(server_.token_file),
+                      [&] { return std::string(trim_space(fs::read_file(server_.token_file, 64 << 10))); });
+}
+
 json ApiClient::send(const std::string &method, const std::string &path, const json *body) const {
   const std::string url = server_.server + path, what = method + " " + url;
+  const std::string bearer = token();
   const std::string text = body ? body->dump() : std::string();
   std::string failure;
   std::lock_guard lock(mutex_);
@@ -166,8 +174,8 @@ json ApiClient::send(const std::string &method, const std::string &path, const j
     curl_slist *headers = curl_slist_append(nullptr, "Accept: application/json");
     if (body)
       headers = curl_slist_append(headers, "Content-Type: application/json");
-    if (!server_.token.empty())
-      headers = curl_slist_append(headers, ("Authorization: Bearer " + server_.token).c_str());
+    if (!bearer.empty())
+      headers = curl_slist_append(headers, ("Authorization: Bearer " + bearer).c_str());
     std::unique_ptr<curl_slist, void (*)(curl_slist *)> header_list(headers, curl_slist_free_all);
     curl_easy_setopt(c, CURLOPT_URL, url.c_str());
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());

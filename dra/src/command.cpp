@@ -59,8 +59,8 @@ std::string gpus_of(const nvidia::Driver &driver) {
   return key;
 }
 
-// How often the node's GPUs are looked at again (and at once on SIGHUP):
-// a /proc read, NVML only when they changed.
+// How often the node's GPUs and its slice are looked at again (and at once
+// on SIGHUP): a /proc read (NVML only when they changed) and two GETs.
 constexpr time_t kRediscoverSeconds = 60;
 
 int serve_kubelet(Flags &flags) {
@@ -108,6 +108,12 @@ int serve_kubelet(Flags &flags) {
           plugin.update(driver, pool);
           unpublished = true;
           log::line("info", "the node's GPUs changed: " + std::to_string(driver.gpus.size()) + " GPU(s)");
+        } else if (signal == SIGHUP) {
+          log::line("info", "the node's GPUs are unchanged");
+        }
+        if (!unpublished && !resources->slice_current(o.node_name, o.driver_name)) {
+          log::line("info", "this node's ResourceSlice is gone (its Node made again?): publishing it again");
+          unpublished = true;
         }
         if (unpublished) {
           publish();

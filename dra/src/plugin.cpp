@@ -37,7 +37,7 @@ std::map<std::string, ClaimResult> Plugin::prepare(const std::vector<ClaimRef> &
   try {
     store_.save();
   } catch (const std::exception &e) {
-    // kubelet asks again; the specs written are written again then
+    // the entries stay unsaved: the next call saves them before it answers
     for (auto &[uid, result] : out)
       if (result.error.empty())
         result.error = std::string("cannot keep the checkpoint: ") + e.what();

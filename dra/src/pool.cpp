@@ -15,7 +15,7 @@ std::vector<PoolDevice> pool_devices(const nvidia::Driver &driver, const std::ve
     const auto &gpu = driver.gpus[i];
     if (gpu.uuid.empty())
       throw Error("GPU " + gpu.bus_id + " has no UUID in /proc/driver/nvidia: its claims' limits could not be kept to it");
-    const std::string name = "gpu-" + std::to_string(gpu.index);
+    const std::string name = "gpu-" + std::to_string(gpu.node.minor);
     if (slices == 0) {
       pool.push_back({name, i, memory[i], std::nullopt, std::nullopt});
       continue;

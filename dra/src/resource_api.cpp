@@ -48,6 +48,25 @@ nlohmann::json ResourceApi::claim(const ClaimRef &ref) {
   }
 }
 
+bool ResourceApi::slice_current(const std::string &node_name, const std::string &driver_name) {
+  if (!api_name(node_name))
+    throw Error("node name " + quote(node_name) + " is not a Kubernetes name");
+  nlohmann::json slice;
+  try {
+    slice = api_->get("/apis/resource.k8s.io/" + version() + "/resourceslices/" + slice_name(node_name, driver_name));
+  } catch (const ApiError &e) {
+    if (e.status == 404)
+      return false;
+    throw Error(e.what());
+  }
+  const auto node = api_->get("/api/v1/nodes/" + node_name);
+  const auto uid = node.value("metadata", nlohmann::json::object()).value("uid", "");
+  for (const auto &owner : slice.value("metadata", nlohmann::json::object()).value("ownerReferences", nlohmann::json::array()))
+    if (owner.is_object() && owner.value("kind", "") == "Node" && owner.value("uid", "") == uid)
+      return true;
+  return false;
+}
+
 void ResourceApi::publish_slice(SliceContext context) {
   const std::string version = this->version();
   if (!api_name(context.node_name))

@@ -198,6 +198,9 @@ class ApiServer:
                     node = s[2].removeprefix("fieldSelector=spec.nodeName%3D") if s[2] else None
                     items = [o for o in api.slices.values() if node is None or o["spec"].get("nodeName") == node]
                     return self.answer(200, {"kind": "ResourceSliceList", "items": items})
+                if s:
+                    found = api.slices.get(s[1])
+                    return self.answer(200, found) if found else self.status(404, "NotFound", "resourceslice not found")
                 return self.status(404, "NotFound", "the server could not find the requested resource")
 
             def do_POST(self):

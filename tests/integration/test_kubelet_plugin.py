@@ -247,6 +247,26 @@ def test_a_wrong_token_or_ca_stops_the_plugin_saying_why(node, test_tmp):
     assert not any(r.startswith("POST") for r in node.api.requests)
 
 
+def test_a_token_file_is_read_for_each_request(node):
+    """A kubeconfig's tokenFile (a service account's token, which kubelet
+    rotates) is read again for each request: a rotated token is used as
+    soon as it is in the file."""
+    token_file = node.tmp / "token"
+    token_file.write_text(TOKEN + "\n")
+    config = json.loads(node.kubeconfig.read_text())
+    config["users"][0]["user"] = {"tokenFile": str(token_file)}
+    node.kubeconfig.write_text(json.dumps(config))
+    kubelet = node.start()
+    node.api.allocate("team-a", "before", UID[0], [result("gpu-0", "1Gi")])
+    assert kubelet.prepare([claim(0, name="before")])[UID[0]]["error"] == ""
+    node.api.token = "rotated-token-0123456789"
+    node.api.allocate("team-a", "after", UID[1], [result("gpu-0", "1Gi")])
+    assert "HTTP 401" in kubelet.prepare([claim(1, name="after")])[UID[1]]["error"]  # the old token, refused
+    token_file.write_text(node.api.token)
+    assert kubelet.prepare([claim(1, name="after")])[UID[1]]["error"] == ""
+    assert TOKEN not in node.log.read_text() and node.api.token not in node.log.read_text()
+
+
 REPO = Path(__file__).resolve().parents[2]
 VERBS = {"GET": "get", "POST": "create", "PUT": "update", "DELETE": "delete", "PATCH": "patch"}
 
@@ -254,8 +274,8 @@ VERBS = {"GET": "get", "POST": "create", "PUT": "update", "DELETE": "delete", "P
 def test_the_daemonsets_flags_and_role_are_what_the_plugin_uses(node):
     """packaging/kubernetes/kubelet-plugin.yaml: every flag it passes is
     one the plugin has, and its ClusterRole grants each request the plugin
-    made here (publishing over a stale slice, a prepare, a restart), and no
-    verb more."""
+    made here (publishing over a stale slice, a prepare, a look at its slice,
+    a restart), and no verb more."""
     import yaml
     docs = {d["kind"]: d for d in yaml.safe_load_all((REPO / "packaging/kubernetes/kubelet-plugin.yaml").read_text())}
     (ctr,) = docs["DaemonSet"]["spec"]["template"]["spec"]["containers"]
@@ -268,6 +288,8 @@ def test_the_daemonsets_flags_and_role_are_what_the_plugin_uses(node):
     kubelet = node.start()
     node.api.allocate("team-a", "train", UID[0], [result("gpu-0", "8Gi")])
     assert kubelet.prepare([claim(0, name="train")])[UID[0]]["error"] == ""
+    node.proc.send_signal(signal.SIGHUP)  # looks at its GPUs and its slice
+    wait_for(lambda: "the node's GPUs are unchanged" in node.log.read_text())
     node.stop()
     node.start()  # replaces its slice
     used = set()
@@ -343,22 +365,32 @@ def wait_for(what, timeout: float = 20):
         time.sleep(0.05)
 
 
-def test_the_slice_follows_the_nodes_gpus(node):
+def test_the_slice_follows_the_nodes_gpus_and_its_node(node):
     """A GPU gone (or back) is seen on SIGHUP (and every minute): the slice
-    is published again with the next generation, and later claims are
-    prepared from the GPUs there are."""
+    is published again with the next generation, the other GPU keeps its
+    device name (names follow /dev/nvidiaN, not the index, which shifts),
+    and later claims are prepared from the GPUs there are. A slice deleted,
+    or left owned by a Node since made again, is published again."""
     kubelet = node.start()
-    gone = node.root / "proc" / "driver" / "nvidia" / "gpus" / GPUS[1][0]
-    kept = node.tmp / "gpu1-information"
+    generation = lambda: node.api.slices[f"{NODE}-{DRIVER}"]["spec"]["pool"]["generation"]  # noqa: E731
+    looked = lambda: node.log.read_text().count("the node's GPUs are unchanged")  # noqa: E731
+    gone = node.root / "proc" / "driver" / "nvidia" / "gpus" / GPUS[0][0]  # the first by bus: index 0
+    kept = node.tmp / "gpu0-information"
     shutil.move(gone / "information", kept)
     gone.rmdir()
     node.proc.send_signal(signal.SIGHUP)
-    generation = lambda: node.api.slices[f"{NODE}-{DRIVER}"]["spec"]["pool"]["generation"]  # noqa: E731
     wait_for(lambda: generation() == 2)
-    assert set(slice_devices(node)) == {"gpu-0"}
-    node.api.allocate("team-a", "late", UID[0], [result("gpu-1")])
-    assert '"gpu-1"' in kubelet.prepare([claim(0, name="late")])[UID[0]]["error"]
-    node.proc.send_signal(signal.SIGHUP)  # nothing changed: not published again
+    devices = slice_devices(node)
+    assert set(devices) == {"gpu-1"} and devices["gpu-1"]["attributes"]["uuid"] == {"string": UUIDS[1]}, devices
+    assert devices["gpu-1"]["attributes"]["index"] == {"int": 0}  # nvidia-smi's index did shift
+    node.api.allocate("team-a", "late", UID[0], [result("gpu-0")])
+    assert '"gpu-0"' in kubelet.prepare([claim(0, name="late")])[UID[0]]["error"]
+    node.api.allocate("team-a", "other", UID[1], [result("gpu-1", "1Gi")])
+    assert kubelet.prepare([claim(1, name="other")])[UID[1]]["error"] == ""
+    assert env_of(node.spec(UID[1]), f"{UID[1]}-gpu-1")[0] == f"GPUSLICE_GPU_UUID={UUIDS[1]}"
+    node.proc.send_signal(signal.SIGHUP)  # nothing changed: looked at, not published again
+    wait_for(lambda: looked() == 1)
+    assert generation() == 2
     gone.mkdir()
     shutil.move(kept, gone / "information")
     node.proc.send_signal(signal.SIGHUP)
@@ -366,6 +398,14 @@ def test_the_slice_follows_the_nodes_gpus(node):
     assert set(slice_devices(node)) == {"gpu-0", "gpu-1"}
     assert kubelet.prepare([claim(0, name="late")])[UID[0]]["error"] == ""
     assert "the node's GPUs changed: 1 GPU(s)" in node.log.read_text()
+    # the slice deleted (the Node's garbage collection), then the Node made again
+    del node.api.slices[f"{NODE}-{DRIVER}"]
+    node.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: f"{NODE}-{DRIVER}" in node.api.slices)
+    node.api.add_node(NODE, NODE_UID.replace("aaaa", "bbbb"))
+    node.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: node.api.slices[f"{NODE}-{DRIVER}"]["metadata"]["ownerReferences"][0]["uid"] != NODE_UID)
+    assert set(slice_devices(node)) == {"gpu-0", "gpu-1"}
     assert node.proc.poll() is None
 
 

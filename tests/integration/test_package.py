@@ -81,10 +81,16 @@ def test_the_kubelet_plugin_is_a_package_of_its_own(deb, tmp_path):
     assert p.returncode == 0 and "--host-root" in p.stdout, p.stdout + p.stderr
     unit = (tmp_path / "lib/systemd/system/gpuslice-kubelet-plugin.service").read_text()
     assert "ExecStart=/usr/bin/gpuslice-kubelet-plugin --kubeconfig /etc/gpuslice/kubelet-plugin.kubeconfig" in unit
-    scripts = subprocess.run(["dpkg-deb", "-I", str(plugin), "postinst"], capture_output=True, text=True).stdout
-    # enabled again only where the admin had enabled it; never started
-    assert scripts.count("deb-systemd-helper enable") == scripts.count("was-enabled") == 1, scripts
-    assert "deb-systemd-invoke" not in scripts and "systemctl" not in scripts, scripts
+    script = lambda name: subprocess.run(["dpkg-deb", "-I", str(plugin), name], capture_output=True,  # noqa: E731
+                                         text=True).stdout
+    postinst, prerm = script("postinst"), script("prerm")
+    # enabled again only where the admin had enabled it; (re)started through
+    # deb-systemd-invoke, which starts no disabled unit: an upgrade restarts
+    # an enabled plugin, an install starts nothing
+    assert postinst.count("deb-systemd-helper enable") == postinst.count("was-enabled") == 1, postinst
+    assert "_dh_action=restart" in postinst and "deb-systemd-invoke $_dh_action" in postinst, postinst
+    assert "systemctl enable" not in postinst and "systemctl start" not in postinst, postinst
+    assert "deb-systemd-invoke stop 'gpuslice-kubelet-plugin.service'" in prerm, prerm  # removal stops it
 
 
 def test_install_register_remove_purge_in_a_clean_debian_12(deb, debian12):

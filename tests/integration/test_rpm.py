@@ -116,6 +116,13 @@ def test_the_kubelet_plugin_is_a_subpackage(rpm):
     version = query(rpm, "--qf", "%{VERSION}-%{RELEASE}")
     assert f"gpuslice(x86-64) = {version}" in requires and "libgrpc++" in requires, requires
     assert not any(lib in query(rpm, "-R") for lib in ("grpc", "protobuf", "curl"))
+    # never enabled by the package; erase stops and disables it, an upgrade restarts it if it runs
+    scripts = query(plugin, "--scripts")
+    assert "postinstall scriptlet" not in scripts, scripts
+    preun = scripts.split("preuninstall scriptlet")[1].split("postuninstall scriptlet")[0]
+    assert '"$1" -eq 0' in preun and "disable --now gpuslice-kubelet-plugin.service" in preun, scripts
+    postun = scripts.split("postuninstall scriptlet")[1]
+    assert '"$1" -ge 1' in postun and "try-restart gpuslice-kubelet-plugin.service" in postun, scripts
 
 
 def test_scriptlets_register_only_when_asked_and_unregister_on_erase(rpm):

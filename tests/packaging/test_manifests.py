@@ -38,7 +38,8 @@ class Manifests(unittest.TestCase):
     def test_there_are_the_four_files(self):
         self.assertEqual(sorted(all_documents()),
                          ["deviceclass.yaml", "dra-claim-v1.yaml", "dra-claim-v1beta1.yaml", "gpushare-pod.yaml",
-                          "gpuslice-claims.yaml", "kubelet-plugin.yaml", "runtimeclass.yaml"])
+                          "gpuslice-claims.yaml", "gpuslice-slice-claim.yaml", "kubelet-plugin.yaml",
+                          "runtimeclass.yaml"])
 
     def test_every_document_has_kind_version_and_name(self):
         for name, docs in all_documents().items():
@@ -65,7 +66,8 @@ class Manifests(unittest.TestCase):
     def test_dra_pods_claim_what_the_file_declares(self):
         for name, want_version, want_class in (("dra-claim-v1.yaml", "resource.k8s.io/v1", "gpu.nvidia.com"),
                                                ("dra-claim-v1beta1.yaml", "resource.k8s.io/v1beta1", "gpu.nvidia.com"),
-                                               ("gpuslice-claims.yaml", "resource.k8s.io/v1", DRIVER)):
+                                               ("gpuslice-claims.yaml", "resource.k8s.io/v1", DRIVER),
+                                               ("gpuslice-slice-claim.yaml", "resource.k8s.io/v1", DRIVER)):
             docs = documents(DIR / name)
             claims = {(d["metadata"]["namespace"], d["metadata"]["name"]): d for d in docs if d["kind"] == "ResourceClaim"}
             namespaces = {d["metadata"]["name"] for d in docs if d["kind"] == "Namespace"}
@@ -98,9 +100,8 @@ class Manifests(unittest.TestCase):
 
     def test_gpuslice_claims_ask_memory_and_configure_compute_as_the_plugin_reads_them(self):
         claims = [d for d in documents(DIR / "gpuslice-claims.yaml") if d["kind"] == "ResourceClaim"]
-        memory = [r["exactly"]["capacity"]["requests"]["memory"] for c in claims for r in c["spec"]["devices"]["requests"]
-                  if "capacity" in r["exactly"]]
-        self.assertEqual(len(memory), 2)
+        memory = [r["exactly"]["capacity"]["requests"]["memory"] for c in claims for r in c["spec"]["devices"]["requests"]]
+        self.assertEqual(len(memory), 2)  # every claim of a shared GPU asks for its memory
         for q in memory:
             self.assertRegex(q, QUANTITY)
         configs = [c for claim in claims for c in claim["spec"]["devices"].get("config", [])]
@@ -114,6 +115,12 @@ class Manifests(unittest.TestCase):
             self.assertIn(params["computePolicy"], ("fixed", "burst", "native"))
             requests = {r["name"] for claim in claims for r in claim["spec"]["devices"]["requests"]}
             self.assertLessEqual(set(c["requests"]), requests)
+
+    def test_the_slice_claim_asks_for_no_capacity(self):
+        (claim,) = [d for d in documents(DIR / "gpuslice-slice-claim.yaml") if d["kind"] == "ResourceClaim"]
+        (request,) = claim["spec"]["devices"]["requests"]
+        self.assertNotIn("capacity", request["exactly"])  # a slice is taken whole
+        self.assertIn('device.capacity["gpu.gpuslice.io"].memory', request["exactly"]["selectors"][0]["cel"]["expression"])
 
     def test_the_plugins_daemonset_mounts_what_its_flags_name(self):
         docs = {d["kind"]: d for d in documents(DIR / "kubelet-plugin.yaml")}

@@ -20,6 +20,8 @@ struct ApiServer {
   std::string server;      // "https://host:port"
   std::string ca_file;     // PEM; empty: the system's CAs
   std::string token;       // a bearer token, or empty
+  std::string token_file;  // or a file holding it, read for each request:
+                           // kubelet rotates a service account's token
   std::string client_cert; // PEM files, or empty
   std::string client_key;
 };
@@ -54,6 +56,8 @@ public:
   nlohmann::json send(const std::string &method, const std::string &path, const nlohmann::json *body = nullptr) const;
 
 private:
+  std::string token() const;
+
   ApiServer server_;
   // One handle for every request: libcurl keeps its connection (and TLS
   // session) open between them, as a Kubernetes client does.

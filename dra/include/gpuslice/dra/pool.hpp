@@ -1,8 +1,10 @@
 // This node's pool: the devices gpuslice-kubelet-plugin publishes in its
 // ResourceSlices and prepares claims from. One device per GPU, named
-// "gpu-<index>" (device names are DNS labels), with the GPU's memory as its
-// capacity; or, with slices N (for clusters without consumable capacity),
-// N per GPU, "gpu-<index>-slice-<k>", each with 1/N of the GPU's memory and
+// "gpu-<minor>" after its /dev/nvidia<minor> (device names are DNS labels):
+// not after its index, which shifts when a GPU before it is gone, and would
+// then give an allocated name to another GPU. Its capacity is the GPU's
+// memory; or, with slices N (for clusters without consumable capacity), N
+// per GPU, "gpu-<minor>-slice-<k>", each with 1/N of the GPU's memory and
 // compute as its enforced limits.
 #pragma once
 

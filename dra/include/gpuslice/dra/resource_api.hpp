@@ -30,6 +30,10 @@ public:
   // once. Throws Error.
   void publish_slice(SliceContext context);
 
+  // Whether this node's slice is there and owned by the node as it is now:
+  // a Node deleted and made again took its slice with it. Throws Error.
+  bool slice_current(const std::string &node_name, const std::string &driver_name);
+
 private:
   std::string version(bool ask_again = false);
 

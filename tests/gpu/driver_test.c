@@ -7,6 +7,15 @@
  *                                      "PASS|FAIL name: detail" per check
  *   driver_test hold GIB SECONDS FILE  cuMemAlloc GIB, create FILE, hold
  *   driver_test try GIB ok|oom         one cuMemAlloc of GIB, as expected?
+ *   driver_test view                   under a limit: process B's next
+ *                                      cuMemGetInfo shows process A's 128 MiB
+ *                                      taken, then freed (never a stale view)
+ *   driver_test storm SECONDS          under a limit: 8 processes allocate
+ *                                      and free 64 MiB in a loop while one is
+ *                                      SIGKILLed every 200 ms and replaced;
+ *                                      none may stall (a lock a dead process
+ *                                      kept), and afterwards the whole limit
+ *                                      is allocated again
  *
  * Exit status 0 when every check passed, 1 otherwise, 2 on misuse. Sizes
  * over the limit are refused by the interposer before the driver sees them;
@@ -17,14 +26,19 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define GIB (1ull << 30)
+#define MIB ((size_t)1 << 20)
 
 static int failures;
 
@@ -86,6 +100,12 @@ static int load_driver(void) {
   GET(end_capture, "cuStreamEndCapture"); GET(graph_destroy, "cuGraphDestroy");
 #undef GET
   if (missing) return fprintf(stderr, "driver_test: the driver lacks a function this test calls\n"), -1;
+  return 0;
+}
+
+/* A context of this process on device 0: never before a fork (a child
+ * must not inherit one), so the modes that fork make theirs in each child. */
+static int make_context(void) {
   if (cu.init(0) || cu.retain(&ctx, 0) || cu.set_current(ctx))
     return fprintf(stderr, "driver_test: no context on device 0\n"), -1;
   return 0;
@@ -277,6 +297,166 @@ static void check_nvml(unsigned limit_gib) {
          (double)m.total / GIB, (double)m.used / GIB);
 }
 
+static void must_read(int fd, void *buf, size_t n) {
+  if (read(fd, buf, n) != (ssize_t)n) {
+    fprintf(stderr, "driver_test: a process vanished\n");
+    exit(1);
+  }
+}
+
+static size_t free_now(void) {
+  size_t free_b = 0, total = 0;
+  if (cu.info(&free_b, &total) != CUDA_SUCCESS) _exit(6);
+  return free_b;
+}
+
+/* Process A takes 128 MiB and frees it, told step by step; process B reads
+ * its free memory before, between and after: each change at once. */
+static void check_view(void) {
+  int a_up[2], a_go[2], b_up[2], b_go[2];
+  if (pipe(a_up) || pipe(a_go) || pipe(b_up) || pipe(b_go)) exit(1);
+  pid_t a = fork();
+  if (a == 0) {
+    if (make_context()) _exit(2);
+    CUdeviceptr p;
+    char c;
+    must_read(a_go[0], &c, 1);
+    if (cu.alloc(&p, 128 * MIB) != CUDA_SUCCESS || write(a_up[1], "t", 1) != 1) _exit(2);
+    must_read(a_go[0], &c, 1);
+    if (cu.free_(p) != CUDA_SUCCESS || write(a_up[1], "f", 1) != 1) _exit(2);
+    _exit(0);
+  }
+  pid_t b = fork();
+  if (b == 0) {
+    if (make_context()) _exit(2);
+    char c;
+    for (int i = 0; i < 3; i++) {
+      must_read(b_go[0], &c, 1);
+      size_t f = free_now();
+      if (write(b_up[1], &f, sizeof f) != sizeof f) _exit(2);
+    }
+    _exit(0);
+  }
+  size_t seen[3];
+  char c;
+  for (int i = 0; i < 3; i++) {
+    if (i > 0) { /* A takes (i == 1) or frees (i == 2), and says it is done */
+      if (write(a_go[1], "x", 1) != 1) exit(1);
+      must_read(a_up[0], &c, 1);
+    }
+    if (write(b_go[1], "x", 1) != 1) exit(1);
+    must_read(b_up[0], &seen[i], sizeof seen[i]);
+  }
+  int st_a, st_b;
+  waitpid(a, &st_a, 0);
+  waitpid(b, &st_b, 0);
+  int ok = WIFEXITED(st_a) && !WEXITSTATUS(st_a) && WIFEXITED(st_b) && !WEXITSTATUS(st_b) &&
+           seen[0] - seen[1] == 128 * MIB && seen[2] == seen[0];
+  report(ok, "second process", "free %zu MiB, after another process took 128 MiB %zu MiB, after it freed them %zu MiB",
+         seen[0] / MIB, seen[1] / MIB, seen[2] / MIB);
+}
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+#define STORM_PROCS 8
+#define STORM_STALL 5.0  /* seconds without an iteration, once iterating: stalled */
+#define STORM_START 30.0 /* seconds to the first iteration (a context's start) */
+
+struct stormer {
+  pid_t pid;
+  int beat; /* read end: a byte per iteration */
+  double started, last;
+};
+
+static void storm_child(int beat) {
+  if (make_context()) _exit(2);
+  for (;;) {
+    CUdeviceptr p;
+    CUresult r = cu.alloc(&p, 64 * MIB);
+    if (r == CUDA_SUCCESS) {
+      usleep(200);
+      if (cu.free_(p) != CUDA_SUCCESS) _exit(3);
+    } else if (r != CUDA_ERROR_OUT_OF_MEMORY) {
+      _exit(4);
+    }
+    if (write(beat, "b", 1) != 1) _exit(5);
+    usleep(500);
+  }
+}
+
+static int storm_start(struct stormer *s) {
+  int fds[2];
+  if (pipe(fds)) return -1;
+  s->pid = fork();
+  if (s->pid < 0) return -1;
+  if (s->pid == 0) {
+    close(fds[0]);
+    storm_child(fds[1]);
+  }
+  close(fds[1]);
+  fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  s->beat = fds[0];
+  s->started = now();
+  s->last = 0;
+  return 0;
+}
+
+static void storm_kill(struct stormer *s) {
+  kill(s->pid, SIGKILL);
+  waitpid(s->pid, NULL, 0);
+  close(s->beat);
+}
+
+static void check_storm(double seconds) {
+  struct stormer procs[STORM_PROCS];
+  for (int i = 0; i < STORM_PROCS; i++)
+    if (storm_start(&procs[i])) exit(1);
+  const double end = now() + seconds;
+  double next_kill = now() + 0.2;
+  unsigned kills = 0, beats = 0, victim = 0;
+  char why[160] = "";
+  while (!*why && now() < end) {
+    struct pollfd pfd[STORM_PROCS];
+    for (int i = 0; i < STORM_PROCS; i++) pfd[i] = (struct pollfd){.fd = procs[i].beat, .events = POLLIN};
+    poll(pfd, STORM_PROCS, 20);
+    const double t = now();
+    for (int i = 0; i < STORM_PROCS && !*why; i++) {
+      char buf[256];
+      ssize_t n;
+      while ((n = read(procs[i].beat, buf, sizeof buf)) > 0) beats += (unsigned)n, procs[i].last = t;
+      int st;
+      if (waitpid(procs[i].pid, &st, WNOHANG) == procs[i].pid)
+        snprintf(why, sizeof why, "a process ended on its own (status %d)", st);
+      else if (procs[i].last ? t - procs[i].last > STORM_STALL : t - procs[i].started > STORM_START)
+        snprintf(why, sizeof why, "process %d made no progress for %.0f s: hung", (int)procs[i].pid,
+                 procs[i].last ? STORM_STALL : STORM_START);
+    }
+    if (!*why && t >= next_kill) {
+      struct stormer *s = &procs[victim++ % STORM_PROCS];
+      storm_kill(s);
+      kills++;
+      if (storm_start(s)) exit(1);
+      next_kill = t + 0.2;
+    }
+  }
+  for (int i = 0; i < STORM_PROCS; i++) storm_kill(&procs[i]);
+  /* one every 200 ms; a loaded host may manage half */
+  if (!*why && kills < seconds * 2) snprintf(why, sizeof why, "only %u kills", kills);
+  report(!*why, "SIGKILL storm", "%u processes SIGKILLed in %.0f s, %u iterations%s%s", kills, seconds, beats,
+         *why ? ": " : ", none stalled", why);
+  if (make_context()) exit(1);
+  size_t free_b = 0, total = 0;
+  cu.info(&free_b, &total);
+  CUdeviceptr p;
+  CUresult r = cu.alloc(&p, total);
+  report(r == CUDA_SUCCESS, "after the storm", "the whole limit, %zu MiB, allocated again (%d)", total / MIB, (int)r);
+  if (r == CUDA_SUCCESS) cu.free_(p);
+}
+
 static unsigned gib_arg(const char *s) {
   char *end;
   unsigned long v = strtoul(s, &end, 10);
@@ -288,11 +468,24 @@ static unsigned gib_arg(const char *s) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: driver_test check LIMIT_GIB | hold GIB SECONDS FILE | try GIB ok|oom\n");
+  fprintf(stderr, "usage: driver_test check LIMIT_GIB | hold GIB SECONDS FILE | try GIB ok|oom | view | "
+                  "storm SECONDS\n");
   return 2;
 }
 
 int main(int argc, char **argv) {
+  if (argc == 2 && !strcmp(argv[1], "view")) {
+    if (load_driver() != 0) return 1;
+    check_view();
+    return failures ? 1 : 0;
+  }
+  if (argc == 3 && !strcmp(argv[1], "storm")) {
+    double seconds = strtod(argv[2], NULL);
+    if (seconds < 1 || seconds > 600) return usage();
+    if (load_driver() != 0) return 1;
+    check_storm(seconds);
+    return failures ? 1 : 0;
+  }
   if (argc < 3) return usage();
   const char *mode = argv[1];
   if (strcmp(mode, "check") && strcmp(mode, "hold") && strcmp(mode, "try")) return usage();
@@ -300,7 +493,7 @@ int main(int argc, char **argv) {
   if ((!strcmp(mode, "hold") && argc != 5) || (!strcmp(mode, "try") && argc != 4) ||
       (!strcmp(mode, "check") && (argc != 3 || gib < 2)))
     return usage();
-  if (load_driver() != 0) return 1;
+  if (load_driver() != 0 || make_context() != 0) return 1;
   if (!strcmp(mode, "check")) {
     size_t free_b = 0, total = 0;
     CUresult r = cu.info(&free_b, &total);

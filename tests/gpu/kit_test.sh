@@ -108,12 +108,14 @@ check "bench_interposer runs on the fake driver (PTX module)" grep -q '^cuMemGet
 # in the table and in the exit status, never passes unseen.
 rc=0
 out=$(LD_LIBRARY_PATH=$(dirname "$fake_cuda") FAKE_CUDA_MEMORY=17179869184 GPU_LIMIT_GIB=4 GPU_SHARE_SECONDS=1 \
-      GPU_BENCH_ITERATIONS=2000 timeout 240 bash "$kit/run.sh" 2>&1) || rc=$?
+      GPU_BENCH_ITERATIONS=2000 GPU_STORM_SECONDS=3 timeout 240 bash "$kit/run.sh" 2>&1) || rc=$?
 echo "$out" | sed -n '/^== result/,$p'
 check "run.sh exits 1 when lines fail" test "$rc" = 1
 count() { grep -cE "$1" <<<"$out" || true; }
 check "run.sh: 15 driver API lines pass on the fake" test "$(count '^PASS  driver: ')" = 15
 check "run.sh: the two-process budget passes on the fake" test "$(count '^PASS  one region: ')" = 3
+check "run.sh: a second process's view passes on the fake" test "$(count '^PASS  view: second process ')" = 1
+check "run.sh: the SIGKILL storm passes on the fake" test "$(count '^PASS  storm: ')" = 2
 # Nanoseconds per call on a fake driver and a busy 2-CPU machine: whether
 # a target is met is for the GPU run to say, not for this test (a flaky
 # timing check); here each of the four lines is there, with its figures

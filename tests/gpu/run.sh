@@ -31,6 +31,13 @@
 #  8. `gpuslice cdi generate` on the real driver: the spec validates and
 #     names every GPU nvidia-smi lists (and, where runc and busybox exist, a
 #     container started through gpuslice-runtime runs `nvidia-smi -L`).
+#  9. a second process's view: under one limit, process B's next
+#     cuMemGetInfo shows process A's 128 MiB taken, then freed (HAMi-core's
+#     stale free == total);
+# 10. a SIGKILL storm (${GPU_STORM_SECONDS:-20} s): 8 processes allocate and
+#     free 64 MiB in a loop under one limit while one is SIGKILLed every
+#     200 ms and replaced: none stalls (a lock a killed process kept hangs
+#     the others in HAMi-core), and the whole limit is had again afterwards.
 # Usage: run.sh [KIT_DIR]   (default: the kit this script is in)
 # Exit status 1 when any line is FAIL.
 set -uo pipefail # not -e: every check runs and gets its line
@@ -263,6 +270,19 @@ PY
 else
   echo "no runc or busybox on this machine: the container step was not run"
 fi
+
+note "9. a second process's view of one limit"
+bounded 120 "$gs" exec --memory-limit "${limit}Gi" --state-dir "$work/view" -- "$bin/driver_test" view \
+  | tee "$work/view.out"
+record_lines "view: " "$work/view.out"
+grep -q '^\(PASS\|FAIL\)' "$work/view.out" || record "view: run" FAIL "no result"
+
+storm=${GPU_STORM_SECONDS:-20}
+note "10. a SIGKILL storm (${storm} s)"
+bounded $((storm + 120)) "$gs" exec --memory-limit "${limit}Gi" --state-dir "$work/storm" -- "$bin/driver_test" storm \
+  "$storm" | tee "$work/storm.out"
+record_lines "storm: " "$work/storm.out"
+grep -q '^\(PASS\|FAIL\)' "$work/storm.out" || record "storm: run" FAIL "no result (hung, or killed by its bound)"
 
 note "result"
 awk -F'\t' '{ printf "%-4s  %-46s  %s\n", $2, $1, $3 }' "$results"

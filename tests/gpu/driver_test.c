@@ -295,6 +295,27 @@ static void check_nvml(unsigned limit_gib) {
   }
   report(m.total == (unsigned long long)limit_gib * GIB, "nvml", "nvmlDeviceGetMemoryInfo total %.2f GiB, used %.2f GiB",
          (double)m.total / GIB, (double)m.used / GIB);
+
+  /* One view: with 1 GiB held, the driver API and both NVML versions say
+   * the same total and free (what a framework's planner compares). */
+  nvmlReturn_t (*mem2)(nvmlDevice_t, nvmlMemory_v2_t *) =
+      (nvmlReturn_t(*)(nvmlDevice_t, nvmlMemory_v2_t *))dlsym(h, "nvmlDeviceGetMemoryInfo_v2");
+  CUdeviceptr p;
+  size_t free_b = 0, total = 0;
+  nvmlMemory_v2_t m2;
+  memset(&m2, 0, sizeof m2);
+  m2.version = nvmlMemory_v2;
+  if (!mem2 || cu.alloc(&p, GIB) != CUDA_SUCCESS) {
+    report(0, "one view", "no nvmlDeviceGetMemoryInfo_v2, or 1 GiB not allocated");
+    return;
+  }
+  int ok = cu.info(&free_b, &total) == CUDA_SUCCESS && mem(dev, &m) == NVML_SUCCESS && mem2(dev, &m2) == NVML_SUCCESS &&
+           m.total == total && m2.total == total && m.free == free_b && m2.free == free_b &&
+           m.used == total - free_b && free_b <= total - GIB;
+  report(ok, "one view",
+         "1 GiB held: cuMemGetInfo free %zu MiB of %zu; NVML v1 free %llu used %llu of %llu; v2 free %llu of %llu (MiB)",
+         free_b / MIB, total / MIB, m.free / MIB, m.used / MIB, m.total / MIB, m2.free / MIB, m2.total / MIB);
+  cu.free_(p);
 }
 
 static void must_read(int fd, void *buf, size_t n) {

@@ -112,7 +112,7 @@ out=$(LD_LIBRARY_PATH=$(dirname "$fake_cuda") FAKE_CUDA_MEMORY=17179869184 GPU_L
 echo "$out" | sed -n '/^== result/,$p'
 check "run.sh exits 1 when lines fail" test "$rc" = 1
 count() { grep -cE "$1" <<<"$out" || true; }
-check "run.sh: 15 driver API lines pass on the fake" test "$(count '^PASS  driver: ')" = 15
+check "run.sh: 16 driver API lines pass on the fake" test "$(count '^PASS  driver: ')" = 16
 check "run.sh: the two-process budget passes on the fake" test "$(count '^PASS  one region: ')" = 3
 check "run.sh: a second process's view passes on the fake" test "$(count '^PASS  view: second process ')" = 1
 check "run.sh: the SIGKILL storm passes on the fake" test "$(count '^PASS  storm: ')" = 2

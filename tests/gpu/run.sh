@@ -11,7 +11,8 @@
 #     cuMemAllocAsync, the default pool, managed memory; memory freed into
 #     a pool that keeps it is not had again from another pool until trimmed;
 #     a capture in global mode on another thread survives the interposer's
-#     wait for a cuMemFreeAsync, which is credited; NVML's total;
+#     wait for a cuMemFreeAsync, which is credited; NVML's total; with
+#     1 GiB held, cuMemGetInfo and NVML v1/v2 agree on total and free;
 #  2. nvidia-smi inside the limit shows the limit as the GPU's total;
 #  3. PyTorch: mem_get_info's total is the limit, a tensor over it raises
 #     torch.cuda.OutOfMemoryError, one under it works;

@@ -57,11 +57,16 @@ std::string text_of(const json &obj, const char *key) {
   return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// A path the kubeconfig names: relative ones are to the kubeconfig's dir.
+std::string beside(const std::string &base_dir, const std::string &file) {
+  return fs::is_absolute(file) ? file : base_dir + "/" + file;
+}
+
 // The file `key` names, or the inline `key-data` written to secrets_dir/name.
 std::string file_or_data(const json &obj, const std::string &key, const std::string &secrets_dir,
                          const std::string &name, const std::string &base_dir) {
   if (std::string file = text_of(obj, key.c_str()); !file.empty())
-    return fs::is_absolute(file) ? file : base_dir + "/" + file;
+    return beside(base_dir, file);
   const std::string data = text_of(obj, (key + "-data").c_str());
   if (data.empty())
     return {};
@@ -117,7 +122,7 @@ ApiServer from_kubeconfig(const std::string &path, const std::string &secrets_di
     s.ca_file = file_or_data(cluster, "certificate-authority", secrets_dir, "ca.crt", base);
     s.token = text_of(user, "token");
     if (const std::string token_file = text_of(user, "tokenFile"); s.token.empty() && !token_file.empty())
-      s.token_file = fs::absolute(token_file.front() == '/' ? token_file : base + "/" + token_file);
+      s.token_file = beside(base, token_file);
     s.client_cert = file_or_data(user, "client-certificate", secrets_dir, "client.crt", base);
     s.client_key = file_or_data(user, "client-key", secrets_dir, "client.key", base);
     if (s.token.empty() && s.token_file.empty() && (s.client_cert.empty() || s.client_key.empty()))

@@ -48,9 +48,18 @@ nlohmann::json ResourceApi::claim(const ClaimRef &ref) {
   }
 }
 
-bool ResourceApi::slice_current(const std::string &node_name, const std::string &driver_name) {
+std::string ResourceApi::node_uid(const std::string &node_name) {
   if (!api_name(node_name))
     throw Error("node name " + quote(node_name) + " is not a Kubernetes name");
+  const auto node = api_->get("/api/v1/nodes/" + node_name);
+  const std::string uid = node.value("metadata", nlohmann::json::object()).value("uid", "");
+  if (uid.empty())
+    throw Error("node " + node_name + " has no uid in the API server");
+  return uid;
+}
+
+bool ResourceApi::slice_current(const std::string &node_name, const std::string &driver_name) {
+  const std::string uid = node_uid(node_name);
   nlohmann::json slice;
   try {
     slice = api_->get("/apis/resource.k8s.io/" + version() + "/resourceslices/" + slice_name(node_name, driver_name));
@@ -59,8 +68,6 @@ bool ResourceApi::slice_current(const std::string &node_name, const std::string 
       return false;
     throw Error(e.what());
   }
-  const auto node = api_->get("/api/v1/nodes/" + node_name);
-  const auto uid = node.value("metadata", nlohmann::json::object()).value("uid", "");
   for (const auto &owner : slice.value("metadata", nlohmann::json::object()).value("ownerReferences", nlohmann::json::array()))
     if (owner.is_object() && owner.value("kind", "") == "Node" && owner.value("uid", "") == uid)
       return true;
@@ -69,12 +76,7 @@ bool ResourceApi::slice_current(const std::string &node_name, const std::string 
 
 void ResourceApi::publish_slice(SliceContext context) {
   const std::string version = this->version();
-  if (!api_name(context.node_name))
-    throw Error("node name " + quote(context.node_name) + " is not a Kubernetes name");
-  const auto node = api_->get("/api/v1/nodes/" + context.node_name);
-  context.node_uid = node.value("metadata", nlohmann::json::object()).value("uid", "");
-  if (context.node_uid.empty())
-    throw Error("node " + context.node_name + " has no uid in the API server");
+  context.node_uid = node_uid(context.node_name);
   const std::string base = "/apis/resource.k8s.io/" + version + "/resourceslices";
   const std::string mine = slice_name(context.node_name, context.driver_name);
   const auto list = api_->get(base + "?fieldSelector=spec.nodeName%3D" + context.node_name);

@@ -36,6 +36,8 @@ public:
 
 private:
   std::string version(bool ask_again = false);
+  // The Node's uid, the owner of its slice. Throws Error.
+  std::string node_uid(const std::string &node_name);
 
   std::shared_ptr<const ApiClient> api_;
   std::mutex mutex_; // the version: kubelet's calls and the republishing thread
